@@ -1,0 +1,1 @@
+"""The reward-model service."""

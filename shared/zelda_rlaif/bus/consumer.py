@@ -1,0 +1,236 @@
+"""Durable pull consumers that never drop a message.
+
+For every message exactly one of these happens:
+- the handler returns: the message is acknowledged;
+- the payload does not validate, or the handler raises ``PermanentFailure``: the message is published to
+  the dead-letter subject with the reason, then terminated (no point in retrying);
+- the handler raises anything else: it is redelivered after a back-off delay, and on its last delivery
+  (``max_deliver``) dead-lettered with the error;
+- the process dies mid-message: JetStream redelivers it after ``ack_wait``; if that was the last delivery,
+  the max-deliveries advisory is turned into a dead letter by any replica (``watch_max_deliveries``).
+The consumer loop itself keeps running whatever a single message does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from nats.aio.msg import Msg
+from nats.errors import TimeoutError as NatsTimeoutError
+from nats.js.errors import NotFoundError
+from pydantic import ValidationError
+
+from zelda_rlaif.bus.client import Bus
+from zelda_rlaif.events import DeadLetter, Event
+from zelda_rlaif.logs import log_context
+from zelda_rlaif.subjects import DEAD_LETTER, ConsumerSpec, dead_letter_subject
+
+log = logging.getLogger(__name__)
+
+E = TypeVar("E", bound=Event)
+
+
+class PermanentFailure(Exception):
+    """Raised by a handler when retrying cannot help (e.g. the segment's objects are missing)."""
+
+
+@dataclass(frozen=True)
+class Delivery:
+    """What a handler may want to know about the message it is processing."""
+
+    subject: str
+    deliveries: int
+    max_deliver: int
+    stream_sequence: int | None
+
+    @property
+    def is_last(self) -> bool:
+        return self.deliveries >= self.max_deliver
+
+
+Handler = Callable[[E, Delivery], Awaitable[None]]
+DeadLetterHook = Callable[[DeadLetter], Awaitable[None]]
+
+
+def _context_of(payload: bytes) -> dict[str, Any]:
+    """Best-effort ids from a payload for logs and dead letters, even when it does not validate."""
+    try:
+        data = json.loads(payload)
+    except ValueError:
+        return {}
+    if not isinstance(data, dict):
+        return {}
+    return {k: data.get(k) for k in ("run_id", "epoch", "segment_id") if isinstance(data.get(k), str | int)}
+
+
+async def dead_letter(
+    bus: Bus, spec: ConsumerSpec[Any], subject: str, payload: bytes, reason: str,
+    deliveries: int, stream_sequence: int | None,
+) -> DeadLetter:
+    ids = _context_of(payload)
+    letter = DeadLetter(
+        original_subject=subject,
+        stream=spec.stream,
+        consumer=spec.durable,
+        stream_sequence=stream_sequence,
+        deliveries=deliveries,
+        reason=reason[:4000],
+        payload=payload,
+        run_id=str(ids["run_id"]) if "run_id" in ids else None,
+        epoch=ids["epoch"] if isinstance(ids.get("epoch"), int) else None,
+        segment_id=str(ids["segment_id"]) if "segment_id" in ids else None,
+    )
+    await bus.publish(DEAD_LETTER, letter, subject=dead_letter_subject(subject))
+    log.error("dead-lettered %s after %d deliveries: %s", subject, deliveries, reason)
+    return letter
+
+
+async def _heartbeat(msg: Msg, every_s: float) -> None:
+    """Tell JetStream we are still working so a long handler is not redelivered to another replica."""
+    while True:
+        await asyncio.sleep(every_s)
+        with contextlib.suppress(Exception):
+            await msg.in_progress()
+
+
+async def _process(
+    bus: Bus, spec: ConsumerSpec[E], msg: Msg, handler: Handler[E], on_dead_letter: DeadLetterHook | None
+) -> None:
+    meta = msg.metadata
+    delivery = Delivery(msg.subject, meta.num_delivered, spec.max_deliver, meta.sequence.stream)
+    ids = _context_of(msg.data)
+    with log_context(consumer=spec.durable, **ids):
+        try:
+            event = spec.topic.model.model_validate_json(msg.data)
+        except ValidationError as exc:
+            reason = f"invalid {spec.topic.model.__name__} payload: {exc.errors(include_url=False)}"
+            letter = await dead_letter(bus, spec, msg.subject, msg.data, reason, delivery.deliveries,
+                                       delivery.stream_sequence)
+            await msg.term()
+            if on_dead_letter:
+                await on_dead_letter(letter)
+            return
+
+        beat = asyncio.create_task(_heartbeat(msg, max(spec.ack_wait.total_seconds() / 3, 0.2)))
+        try:
+            await handler(event, delivery)
+        except asyncio.CancelledError:
+            # Shutting down: let JetStream redeliver to another replica right away.
+            with contextlib.suppress(Exception):
+                await msg.nak()
+            raise
+        except Exception as exc:
+            permanent = isinstance(exc, PermanentFailure)
+            if permanent or delivery.is_last:
+                reason = f"{type(exc).__name__}: {exc}"
+                letter = await dead_letter(bus, spec, msg.subject, msg.data, reason, delivery.deliveries,
+                                           delivery.stream_sequence)
+                await msg.term()
+                if on_dead_letter:
+                    await on_dead_letter(letter)
+            else:
+                delay = spec.redelivery_delay(delivery.deliveries).total_seconds()
+                log.warning("delivery %d/%d of %s failed (%s: %s); redelivering in %.1fs",
+                            delivery.deliveries, spec.max_deliver, msg.subject, type(exc).__name__, exc, delay)
+                await msg.nak(delay=delay)
+        else:
+            await msg.ack()
+        finally:
+            beat.cancel()
+
+
+async def run_consumer(
+    bus: Bus,
+    spec: ConsumerSpec[E],
+    handler: Handler[E],
+    stop: asyncio.Event,
+    *,
+    concurrency: int = 1,
+    fetch_timeout_s: float = 1.0,
+    on_dead_letter: DeadLetterHook | None = None,
+) -> None:
+    """Consume ``spec`` until ``stop`` is set, with up to ``concurrency`` messages in flight."""
+    await bus.ensure_consumer(spec)
+    sub = await bus.js.pull_subscribe_bind(durable=spec.durable, stream=spec.stream)
+    watcher = asyncio.create_task(watch_max_deliveries(bus, spec, stop, on_dead_letter))
+    slots = asyncio.Semaphore(concurrency)
+    in_flight: set[asyncio.Task[None]] = set()
+
+    async def guarded(msg: Msg) -> None:
+        try:
+            await _process(bus, spec, msg, handler, on_dead_letter)
+        except asyncio.CancelledError:
+            raise
+        except Exception:  # a failure to ack/publish must not kill the loop; JetStream redelivers
+            log.exception("could not settle a message on %s; it will be redelivered", spec.durable)
+        finally:
+            slots.release()
+
+    try:
+        while not stop.is_set():
+            # One message per free slot: fetch returns as soon as one is available, and a slot is never
+            # held by a message waiting in a local buffer while another replica sits idle.
+            await slots.acquire()
+            try:
+                msgs = await sub.fetch(batch=1, timeout=fetch_timeout_s)
+            except NatsTimeoutError:
+                slots.release()
+                continue
+            except Exception as exc:  # connection hiccup: nats-py reconnects underneath
+                slots.release()
+                log.warning("fetch on %s failed (%s); retrying", spec.durable, exc)
+                await asyncio.sleep(0.5)
+                continue
+            if not msgs:
+                slots.release()
+            for msg in msgs:
+                task = asyncio.create_task(guarded(msg))
+                in_flight.add(task)
+                task.add_done_callback(in_flight.discard)
+    finally:
+        watcher.cancel()
+        if in_flight:
+            await asyncio.gather(*in_flight, return_exceptions=True)
+        with contextlib.suppress(Exception):
+            await sub.unsubscribe()
+
+
+async def watch_max_deliveries(
+    bus: Bus, spec: ConsumerSpec[Any], stop: asyncio.Event, on_dead_letter: DeadLetterHook | None
+) -> None:
+    """Dead-letter messages whose last delivery was never settled (the replica died holding it).
+
+    JetStream announces them on an advisory subject; a queue group makes one replica act on each, and the
+    dead letter's de-duplication id makes a second one harmless.
+    """
+    subject = f"$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.{spec.stream}.{spec.durable}"
+
+    async def on_advisory(msg: Msg) -> None:
+        try:
+            advisory = json.loads(msg.data)
+            seq = int(advisory["stream_seq"])
+            original = await bus.js.get_msg(spec.stream, seq)
+        except (ValueError, KeyError, NotFoundError) as exc:
+            log.error("max-deliveries advisory for %s could not be resolved: %s", spec.durable, exc)
+            return
+        letter = await dead_letter(
+            bus, spec, original.subject or spec.filter_subject, original.data or b"",
+            f"delivered {advisory.get('deliveries', spec.max_deliver)} times without being acknowledged "
+            "(the consumer crashed or exceeded ack_wait each time)",
+            int(advisory.get("deliveries", spec.max_deliver)), seq,
+        )
+        if on_dead_letter:
+            await on_dead_letter(letter)
+
+    sub = await bus.subscribe_live(subject, on_advisory, queue=f"{spec.durable}-advisories")
+    try:
+        await stop.wait()
+    finally:
+        with contextlib.suppress(Exception):
+            await sub.unsubscribe()

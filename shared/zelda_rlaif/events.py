@@ -1,0 +1,213 @@
+"""Event contracts: one versioned pydantic model per subject, imported by producer and consumer alike.
+
+Rules every model follows:
+- ``schema_version`` is a ``Literal``: a consumer rejects (and dead-letters) a version it does not know
+  instead of guessing.
+- ``dedup_id()`` is the JetStream ``Nats-Msg-Id``: publishing the same fact twice (a retry, a redelivered
+  input, two replicas racing) is stored once.
+- Unknown fields are rejected, so a typo on the producer side fails loudly at the edge.
+"""
+
+from __future__ import annotations
+
+import base64
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, PlainSerializer, PlainValidator
+
+RunId = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")]
+SegmentId = Annotated[str, Field(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")]
+Epoch = Annotated[int, Field(ge=0)]
+UnitScore = Annotated[float, Field(ge=0.0, le=1.0)]
+
+
+def _decode_b64(value: object) -> bytes:
+    if isinstance(value, bytes):
+        return value
+    if isinstance(value, str):
+        return base64.b64decode(value, validate=True)
+    raise ValueError("expected base64 text or bytes")
+
+
+Base64Bytes = Annotated[
+    bytes,
+    PlainValidator(_decode_b64),
+    PlainSerializer(lambda b: base64.b64encode(b).decode("ascii"), return_type=str, when_used="json"),
+]
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+class JudgeKind(StrEnum):
+    STATE = "state"
+    PUZZLE = "puzzle"
+    VISION = "vision"
+
+
+class Event(BaseModel):
+    """Base of every payload on the bus."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    emitted_at: datetime = Field(default_factory=utc_now)
+
+    def dedup_id(self) -> str | None:
+        """The ``Nats-Msg-Id`` for JetStream de-duplication; ``None`` for lossy live events."""
+        return None
+
+
+class SegmentRef(Event):
+    """Identifies one exported segment; every segment-level event carries it."""
+
+    run_id: RunId
+    epoch: Epoch
+    segment_id: SegmentId
+
+
+class SegmentExported(SegmentRef):
+    """A segment's manifest, state log and frames are stored and immutable."""
+
+    schema_version: Literal[1] = 1
+    episode_id: str
+    profile: str
+    step_start: int = Field(ge=0)
+    step_end: int = Field(ge=0)
+    num_frames: int = Field(ge=0)
+    total_reward: float
+
+    def dedup_id(self) -> str:
+        return f"segment.exported:{self.run_id}:{self.segment_id}"
+
+
+class SegmentJudged(SegmentRef):
+    """One judge kind's verdict (median of M votes) on a segment."""
+
+    schema_version: Literal[1] = 1
+    kind: JudgeKind
+    backend: Literal["openai", "rules"]
+    model: str
+    scores: dict[str, UnitScore]
+    agreement: UnitScore = Field(description="1 - spread of the votes (max - min, averaged over dimensions)")
+    votes: int = Field(ge=1)
+    rationale: str = Field(max_length=2000)
+
+    def dedup_id(self) -> str:
+        return f"segment.judged:{self.kind}:{self.run_id}:{self.segment_id}"
+
+
+class SegmentScored(SegmentRef):
+    """All judge kinds have judged the segment; its combined score uses the rubric weights."""
+
+    schema_version: Literal[1] = 1
+    combined: float
+    dimensions: dict[str, UnitScore]
+    weights: dict[str, float]
+
+    def dedup_id(self) -> str:
+        return f"segment.scored:{self.run_id}:{self.segment_id}"
+
+
+class EpochExported(Event):
+    """The trainer finished exporting an epoch: downstream knows how many segments to expect."""
+
+    schema_version: Literal[1] = 1
+    run_id: RunId
+    epoch: Epoch
+    segments_exported: int = Field(ge=0)
+    env_steps: int = Field(ge=0)
+    episodes: int = Field(ge=0)
+
+    def dedup_id(self) -> str:
+        return f"epoch.exported:{self.run_id}:{self.epoch}"
+
+
+class ScoresReady(Event):
+    """Every segment announced for the epoch is scored or dead-lettered; sent exactly once per epoch."""
+
+    schema_version: Literal[1] = 1
+    run_id: RunId
+    epoch: Epoch
+    segments_scored: int = Field(ge=0)
+    segments_unjudged: int = Field(ge=0)
+
+    def dedup_id(self) -> str:
+        return f"scores.ready:{self.run_id}:{self.epoch}"
+
+
+class RewardModelUpdated(Event):
+    """A reward model was trained on an epoch's scores (or the previous one kept, with the reason)."""
+
+    schema_version: Literal[1] = 1
+    run_id: RunId
+    epoch: Epoch
+    accepted: bool = Field(description="False when validation accuracy was too low and the previous model stays")
+    model_epoch: Epoch | None = Field(description="epoch whose model is now current; None if there is none yet")
+    pairs: int = Field(ge=0)
+    validation_accuracy: float | None = Field(ge=0.0, le=1.0)
+    trained_on_epochs: list[int]
+    reason: str = ""
+
+    def dedup_id(self) -> str:
+        return f"reward_model.updated:{self.run_id}:{self.epoch}"
+
+
+class DeadLetter(Event):
+    """A message that could not be processed after its last delivery, kept with the reason."""
+
+    schema_version: Literal[1] = 1
+    original_subject: str
+    stream: str
+    consumer: str
+    stream_sequence: int | None
+    deliveries: int
+    reason: str
+    payload: Base64Bytes
+    run_id: str | None = None
+    epoch: int | None = None
+    segment_id: str | None = None
+
+    def dedup_id(self) -> str:
+        return f"deadletter:{self.stream}:{self.consumer}:{self.stream_sequence}"
+
+
+class LiveFrame(Event):
+    """A sampled game screen for the HUD (core NATS: lossy on purpose, never slows the trainer)."""
+
+    schema_version: Literal[1] = 1
+    run_id: RunId
+    env_id: str
+    step: int = Field(ge=0)
+    png: Base64Bytes
+    state: dict[str, float | int | bool | str] = Field(default_factory=dict)
+
+
+class LiveMetrics(Event):
+    """Training progress for the HUD."""
+
+    schema_version: Literal[1] = 1
+    run_id: RunId
+    epoch: Epoch
+    env_steps: int = Field(ge=0)
+    episodes: int = Field(ge=0)
+    env_steps_per_s: float = Field(ge=0.0)
+    mean_episode_return: float | None
+    reward_components: dict[str, float] = Field(default_factory=dict)
+    rooms_visited: list[tuple[int, int]] = Field(default_factory=list, description="(group, room) pairs")
+    tiles_visited: int = Field(ge=0, default=0)
+
+
+class GuidanceSuggestion(Event):
+    """An online LLM guidance suggestion shown on the HUD."""
+
+    schema_version: Literal[1] = 1
+    run_id: RunId
+    env_id: str
+    step: int = Field(ge=0)
+    source: Literal["text", "vision"]
+    backend: Literal["openai", "rules"]
+    action: str
+    reason: str = Field(max_length=500)

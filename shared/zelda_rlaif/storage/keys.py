@@ -1,0 +1,146 @@
+"""Every object-store key of the system is built here, and nowhere else.
+
+Layout (one bucket or directory; prefixes keep the original design's separation of episodes and models)::
+
+    episodes/{run}/epoch_{N}/{segment}/manifest.json
+    episodes/{run}/epoch_{N}/{segment}/states.jsonl
+    episodes/{run}/epoch_{N}/{segment}/frames/{step:06d}.png
+    scores/{run}/epoch_{N}/verdicts/{segment}/{kind}.json
+    scores/{run}/epoch_{N}/scored/{segment}.json
+    scores/{run}/epoch_{N}/unjudged/{segment}.json
+    scores/{run}/epoch_{N}/scores.jsonl
+    models/{run}/reward_model/epoch_{N}/rm.pt            (+ metadata.json)
+    models/{run}/checkpoints/epoch_{N}/...               (+ metadata.json)
+    models/{run}/checkpoints/best/...                    (+ metadata.json)
+    pipeline/{run}/progress.json
+"""
+
+from __future__ import annotations
+
+import re
+
+_EPOCH_DIR = re.compile(r"epoch_(\d+)$")
+
+
+def _epoch(epoch: int) -> str:
+    if epoch < 0:
+        raise ValueError(f"epoch must be >= 0, got {epoch}")
+    return f"epoch_{epoch}"
+
+
+# Episodes and segments
+
+
+def run_episodes(run_id: str) -> str:
+    return f"episodes/{run_id}/"
+
+
+def epoch_segments(run_id: str, epoch: int) -> str:
+    return f"episodes/{run_id}/{_epoch(epoch)}/"
+
+
+def segment_prefix(run_id: str, epoch: int, segment_id: str) -> str:
+    return f"{epoch_segments(run_id, epoch)}{segment_id}/"
+
+
+def segment_manifest(run_id: str, epoch: int, segment_id: str) -> str:
+    return segment_prefix(run_id, epoch, segment_id) + "manifest.json"
+
+
+def segment_states(run_id: str, epoch: int, segment_id: str) -> str:
+    return segment_prefix(run_id, epoch, segment_id) + "states.jsonl"
+
+
+def segment_frames(run_id: str, epoch: int, segment_id: str) -> str:
+    return segment_prefix(run_id, epoch, segment_id) + "frames/"
+
+
+def segment_frame(run_id: str, epoch: int, segment_id: str, step: int) -> str:
+    return f"{segment_frames(run_id, epoch, segment_id)}{step:06d}.png"
+
+
+# Judging and scores
+
+
+def epoch_scores_prefix(run_id: str, epoch: int) -> str:
+    return f"scores/{run_id}/{_epoch(epoch)}/"
+
+
+def verdict(run_id: str, epoch: int, segment_id: str, kind: str) -> str:
+    return f"{epoch_scores_prefix(run_id, epoch)}verdicts/{segment_id}/{kind}.json"
+
+
+def verdicts_of_segment(run_id: str, epoch: int, segment_id: str) -> str:
+    return f"{epoch_scores_prefix(run_id, epoch)}verdicts/{segment_id}/"
+
+
+def scored_segment(run_id: str, epoch: int, segment_id: str) -> str:
+    return f"{epoch_scores_prefix(run_id, epoch)}scored/{segment_id}.json"
+
+
+def scored_segments(run_id: str, epoch: int) -> str:
+    return f"{epoch_scores_prefix(run_id, epoch)}scored/"
+
+
+def unjudged_segment(run_id: str, epoch: int, segment_id: str) -> str:
+    return f"{epoch_scores_prefix(run_id, epoch)}unjudged/{segment_id}.json"
+
+
+def unjudged_segments(run_id: str, epoch: int) -> str:
+    return f"{epoch_scores_prefix(run_id, epoch)}unjudged/"
+
+
+def epoch_scores(run_id: str, epoch: int) -> str:
+    return f"{epoch_scores_prefix(run_id, epoch)}scores.jsonl"
+
+
+def epoch_manifest(run_id: str, epoch: int) -> str:
+    """What the trainer announced for the epoch (a copy of ``epoch.exported``)."""
+    return f"{epoch_scores_prefix(run_id, epoch)}epoch.json"
+
+
+# Models
+
+
+def reward_model_prefix(run_id: str, epoch: int) -> str:
+    return f"models/{run_id}/reward_model/{_epoch(epoch)}/"
+
+
+def reward_model(run_id: str, epoch: int) -> str:
+    return reward_model_prefix(run_id, epoch) + "rm.pt"
+
+
+def reward_model_metadata(run_id: str, epoch: int) -> str:
+    return reward_model_prefix(run_id, epoch) + "metadata.json"
+
+
+def checkpoint(run_id: str, epoch: int) -> str:
+    return f"models/{run_id}/checkpoints/{_epoch(epoch)}/"
+
+
+def checkpoints(run_id: str) -> str:
+    return f"models/{run_id}/checkpoints/"
+
+
+def best_checkpoint(run_id: str) -> str:
+    return f"models/{run_id}/checkpoints/best/"
+
+
+def checkpoint_metadata(checkpoint_prefix: str) -> str:
+    return checkpoint_prefix + "metadata.json"
+
+
+def epoch_of(prefix_or_key: str) -> int | None:
+    """The epoch number a ``.../epoch_N/...`` key refers to, if any."""
+    for part in reversed(prefix_or_key.rstrip("/").split("/")):
+        match = _EPOCH_DIR.match(part)
+        if match:
+            return int(match.group(1))
+    return None
+
+
+# Pipeline
+
+
+def progress(run_id: str) -> str:
+    return f"pipeline/{run_id}/progress.json"

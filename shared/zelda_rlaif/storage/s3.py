@@ -1,0 +1,105 @@
+"""``s3://bucket/prefix`` backend through boto3, configured for MinIO and other S3-compatible servers."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+import boto3
+from botocore.config import Config
+from botocore.exceptions import BotoCoreError, ClientError
+
+from zelda_rlaif.errors import ObjectNotFound, StoreError
+from zelda_rlaif.storage.base import ObjectStore
+
+if TYPE_CHECKING:
+    from mypy_boto3_s3 import S3Client
+
+
+class S3Store(ObjectStore):
+    def __init__(
+        self,
+        bucket: str,
+        prefix: str,
+        *,
+        endpoint_url: str | None,
+        region: str,
+        access_key: str,
+        secret_key: str,
+        create_bucket: bool = False,
+    ) -> None:
+        self.bucket = bucket
+        self.prefix = prefix.strip("/")
+        self.url = f"s3://{bucket}/{self.prefix}" if self.prefix else f"s3://{bucket}"
+        # Path-style + SigV4 is what MinIO expects; boto3 >= 1.36 otherwise adds CRC checksums that
+        # several S3-compatible servers reject.
+        config = Config(
+            signature_version="s3v4",
+            s3={"addressing_style": "path"},
+            retries={"max_attempts": 5, "mode": "standard"},
+            request_checksum_calculation="when_required",
+            response_checksum_validation="when_required",
+        )
+        self._client: S3Client = boto3.client(
+            "s3",
+            endpoint_url=endpoint_url,
+            region_name=region,
+            aws_access_key_id=access_key,
+            aws_secret_access_key=secret_key,
+            config=config,
+        )
+        self._check_bucket(create_bucket)
+
+    def _check_bucket(self, create: bool) -> None:
+        try:
+            self._client.head_bucket(Bucket=self.bucket)
+        except ClientError as exc:
+            status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+            if status == 404 and create:
+                self._client.create_bucket(Bucket=self.bucket)
+                return
+            raise StoreError(
+                f"cannot use bucket {self.bucket!r} ({status}): create it first or check "
+                "ZELDA_STORE_S3_ACCESS_KEY / ZELDA_STORE_S3_SECRET_KEY"
+            ) from exc
+        except BotoCoreError as exc:
+            raise StoreError(
+                f"cannot reach the S3 endpoint for {self.url}: {exc}; check ZELDA_STORE_S3_ENDPOINT"
+            ) from exc
+
+    def _key(self, key: str) -> str:
+        if not key or key.startswith("/") or ".." in key.split("/"):
+            raise ValueError(f"invalid object key {key!r}")
+        return f"{self.prefix}/{key}" if self.prefix else key
+
+    def put_bytes(self, key: str, data: bytes, content_type: str = "application/octet-stream") -> None:
+        self._client.put_object(Bucket=self.bucket, Key=self._key(key), Body=data, ContentType=content_type)
+
+    def get_bytes(self, key: str) -> bytes:
+        try:
+            response = self._client.get_object(Bucket=self.bucket, Key=self._key(key))
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") in {"NoSuchKey", "404"}:
+                raise ObjectNotFound(f"no object {key!r} in {self.url}") from None
+            raise
+        return response["Body"].read()
+
+    def exists(self, key: str) -> bool:
+        try:
+            self._client.head_object(Bucket=self.bucket, Key=self._key(key))
+        except ClientError as exc:
+            if exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode") == 404:
+                return False
+            raise
+        return True
+
+    def list(self, prefix: str) -> Iterator[str]:
+        strip = len(self.prefix) + 1 if self.prefix else 0
+        full = f"{self.prefix}/{prefix}" if self.prefix else prefix
+        paginator = self._client.get_paginator("list_objects_v2")
+        for page in paginator.paginate(Bucket=self.bucket, Prefix=full):
+            for item in page.get("Contents", []):
+                yield item["Key"][strip:]
+
+    def delete(self, key: str) -> None:
+        self._client.delete_object(Bucket=self.bucket, Key=self._key(key))

@@ -1,0 +1,78 @@
+"""Real infrastructure for the whole suite: a nats-server with JetStream and an S3-compatible server.
+
+Both are started once per session on random loopback ports and torn down at the end. Tests isolate
+themselves by run id / bucket rather than by restarting servers.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+from zelda_rlaif.bus import Bus
+from zelda_rlaif.embedded_nats import EmbeddedNats
+from zelda_rlaif.settings import NatsSettings, StoreSettings
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+
+ARTIFACTS = Path(os.environ.get("ZELDA_TEST_ARTIFACTS", Path(__file__).resolve().parent.parent / "test-artifacts"))
+
+
+@pytest.fixture(scope="session")
+def artifacts_dir() -> Path:
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    return ARTIFACTS
+
+
+@pytest.fixture(scope="session")
+def nats_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedNats]:
+    server = EmbeddedNats(tmp_path_factory.mktemp("nats"))
+    server.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def nats_settings(nats_server: EmbeddedNats) -> NatsSettings:
+    return NatsSettings(url=nats_server.url)
+
+
+@pytest.fixture
+async def bus(nats_settings: NatsSettings) -> AsyncIterator[Bus]:
+    connection = await Bus.connect(nats_settings, name="pytest")
+    await connection.provision()
+    yield connection
+    await connection.close()
+
+
+@pytest.fixture(scope="session")
+def s3_endpoint() -> Iterator[str]:
+    from moto.server import ThreadedMotoServer
+
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    yield f"http://{host}:{port}"
+    server.stop()
+
+
+@pytest.fixture
+def s3_store_settings(s3_endpoint: str) -> StoreSettings:
+    """Settings for a fresh bucket on the S3 test server."""
+    return StoreSettings(
+        url=f"s3://test-{uuid.uuid4().hex[:12]}/prefix",
+        s3_endpoint=s3_endpoint,
+        s3_access_key="test-access-key",
+        s3_secret_key="test-secret-key",
+    )
+
+
+@pytest.fixture
+def run_id() -> str:
+    return f"run-{uuid.uuid4().hex[:8]}"

@@ -1,0 +1,214 @@
+"""The JetStream bus against a real nats-server: de-duplication, redelivery, dead letters, bad payloads."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from datetime import timedelta
+
+from nats.aio.msg import Msg
+from zelda_rlaif.bus import Bus, Delivery, PermanentFailure, run_consumer
+from zelda_rlaif.events import DeadLetter, EpochExported
+from zelda_rlaif.settings import NatsSettings
+from zelda_rlaif.subjects import DEAD_LETTER, EPOCH_EXPORTED, PIPELINE_STREAM, ConsumerSpec
+
+
+def epoch_event(run_id: str, epoch: int = 0) -> EpochExported:
+    return EpochExported(run_id=run_id, epoch=epoch, segments_exported=2, env_steps=600, episodes=1)
+
+
+def spec(name: str, *, max_deliver: int = 3, ack_wait_s: float = 30) -> ConsumerSpec[EpochExported]:
+    # Each test has its own durable consumer filtered on the shared subject; tests isolate by run id.
+    return ConsumerSpec(name, PIPELINE_STREAM, EPOCH_EXPORTED, EPOCH_EXPORTED.subject, max_deliver=max_deliver,
+                        ack_wait=timedelta(seconds=ack_wait_s),
+                        backoff=(timedelta(milliseconds=50), timedelta(milliseconds=100)))
+
+
+async def collect_dead_letters(bus: Bus, run_id: str) -> tuple[list[DeadLetter], object]:
+    letters: list[DeadLetter] = []
+
+    async def on_msg(msg: Msg) -> None:
+        letter = DeadLetter.model_validate_json(msg.data)
+        if letter.run_id == run_id:
+            letters.append(letter)
+
+    sub = await bus.subscribe_live(DEAD_LETTER.subject, on_msg)
+    return letters, sub
+
+
+async def wait_until(predicate, timeout_s: float = 10.0) -> None:  # type: ignore[no-untyped-def]
+    deadline = asyncio.get_running_loop().time() + timeout_s
+    while not predicate():
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError("condition not reached in time")
+        await asyncio.sleep(0.02)
+
+
+async def test_provision_is_idempotent(bus: Bus) -> None:
+    await bus.provision()
+    await bus.provision()
+    info = await bus.js.stream_info(PIPELINE_STREAM)
+    assert EPOCH_EXPORTED.subject in (info.config.subjects or [])
+
+
+async def test_republished_event_is_stored_once(bus: Bus, run_id: str) -> None:
+    before = (await bus.js.stream_info(PIPELINE_STREAM)).state.messages
+    assert await bus.publish(EPOCH_EXPORTED, epoch_event(run_id)) is True
+    assert await bus.publish(EPOCH_EXPORTED, epoch_event(run_id)) is False
+    after = (await bus.js.stream_info(PIPELINE_STREAM)).state.messages
+    assert after == before + 1
+
+
+async def test_handler_success_acks_once(bus: Bus, run_id: str) -> None:
+    seen: list[tuple[str, int]] = []
+    stop = asyncio.Event()
+
+    async def handler(event: EpochExported, delivery: Delivery) -> None:
+        if event.run_id == run_id:
+            seen.append((event.run_id, delivery.deliveries))
+
+    task = asyncio.create_task(run_consumer(bus, spec(f"ok-{run_id}"), handler, stop))
+    await bus.publish(EPOCH_EXPORTED, epoch_event(run_id, 1))
+    await wait_until(lambda: len(seen) == 1)
+    await asyncio.sleep(0.3)
+    stop.set()
+    await task
+    assert seen == [(run_id, 1)]
+
+
+async def test_redelivery_after_consumer_dies_without_ack(bus: Bus, nats_settings: NatsSettings,
+                                                           run_id: str) -> None:
+    consumer = spec(f"crash-{run_id}", ack_wait_s=1.0)
+    await bus.ensure_consumer(consumer)
+    await bus.publish(EPOCH_EXPORTED, epoch_event(run_id, 2))
+
+    # A first replica takes the message and dies (connection closed, no ack).
+    doomed = await Bus.connect(nats_settings, name="doomed")
+    sub = await doomed.js.pull_subscribe_bind(durable=consumer.durable, stream=consumer.stream)
+    taken = [m for m in await sub.fetch(batch=10, timeout=5) if json.loads(m.data)["run_id"] == run_id]
+    assert len(taken) == 1
+    await doomed.nc.close()
+
+    # A second replica receives it after ack_wait, marked as the second delivery.
+    seen: list[int] = []
+    stop = asyncio.Event()
+
+    async def handler(event: EpochExported, delivery: Delivery) -> None:
+        if event.run_id == run_id:
+            seen.append(delivery.deliveries)
+
+    task = asyncio.create_task(run_consumer(bus, consumer, handler, stop))
+    await wait_until(lambda: seen == [2])
+    stop.set()
+    await task
+
+
+async def test_failing_handler_is_retried_then_dead_lettered(bus: Bus, run_id: str) -> None:
+    letters, dl_sub = await collect_dead_letters(bus, run_id)
+    attempts: list[int] = []
+    stop = asyncio.Event()
+
+    async def handler(event: EpochExported, delivery: Delivery) -> None:
+        if event.run_id == run_id:
+            attempts.append(delivery.deliveries)
+            raise RuntimeError("judge backend unavailable")
+
+    task = asyncio.create_task(run_consumer(bus, spec(f"fail-{run_id}", max_deliver=3), handler, stop))
+    await bus.publish(EPOCH_EXPORTED, epoch_event(run_id, 3))
+    await wait_until(lambda: len(letters) == 1)
+    await asyncio.sleep(0.3)  # nothing more may arrive: the message was terminated
+    stop.set()
+    await task
+    await dl_sub.unsubscribe()  # type: ignore[attr-defined]
+
+    assert attempts == [1, 2, 3]
+    letter = letters[0]
+    assert letter.deliveries == 3 and "judge backend unavailable" in letter.reason
+    assert letter.original_subject == EPOCH_EXPORTED.subject and letter.epoch == 3
+    assert EpochExported.model_validate_json(letter.payload).run_id == run_id
+
+
+async def test_permanent_failure_dead_letters_at_once(bus: Bus, run_id: str) -> None:
+    letters, dl_sub = await collect_dead_letters(bus, run_id)
+    attempts: list[int] = []
+    stop = asyncio.Event()
+
+    async def handler(event: EpochExported, delivery: Delivery) -> None:
+        if event.run_id == run_id:
+            attempts.append(delivery.deliveries)
+            raise PermanentFailure("segment objects are missing")
+
+    task = asyncio.create_task(run_consumer(bus, spec(f"perm-{run_id}"), handler, stop))
+    await bus.publish(EPOCH_EXPORTED, epoch_event(run_id, 4))
+    await wait_until(lambda: len(letters) == 1)
+    stop.set()
+    await task
+    await dl_sub.unsubscribe()  # type: ignore[attr-defined]
+    assert attempts == [1]
+
+
+async def test_invalid_payload_is_terminated_and_consumer_goes_on(bus: Bus, run_id: str) -> None:
+    letters, dl_sub = await collect_dead_letters(bus, run_id)
+    handled: list[int] = []
+    stop = asyncio.Event()
+
+    async def handler(event: EpochExported, delivery: Delivery) -> None:
+        if event.run_id == run_id:
+            handled.append(event.epoch)
+
+    task = asyncio.create_task(run_consumer(bus, spec(f"bad-{run_id}"), handler, stop))
+    bad = json.dumps({"run_id": run_id, "epoch": 5, "segments_exported": -1}).encode()
+    await bus.js.publish(EPOCH_EXPORTED.subject, bad)
+    await bus.publish(EPOCH_EXPORTED, epoch_event(run_id, 6))
+    await wait_until(lambda: len(letters) == 1 and handled == [6])
+    stop.set()
+    await task
+    await dl_sub.unsubscribe()  # type: ignore[attr-defined]
+    assert "invalid EpochExported payload" in letters[0].reason
+    assert "segments_exported" in letters[0].reason
+    assert letters[0].deliveries == 1
+
+
+async def test_last_delivery_lost_to_a_crash_is_dead_lettered(bus: Bus, nats_settings: NatsSettings,
+                                                              run_id: str) -> None:
+    """A replica that dies holding the message on its final delivery still leaves a dead letter."""
+    consumer = spec(f"lost-{run_id}", max_deliver=1, ack_wait_s=0.5)
+    letters, dl_sub = await collect_dead_letters(bus, run_id)
+    stop = asyncio.Event()
+
+    async def never_called(event: EpochExported, delivery: Delivery) -> None:
+        raise AssertionError("the message must not be delivered again")
+
+    # A live replica watches the advisories while another one takes the message and dies.
+    task = asyncio.create_task(run_consumer(bus, consumer, never_called, stop, fetch_timeout_s=0.2))
+    await asyncio.sleep(0.2)
+    stop.set()
+    await task  # the consumer exists now; restart only its advisory watcher below
+    stop = asyncio.Event()
+    from zelda_rlaif.bus.consumer import watch_max_deliveries
+
+    watcher = asyncio.create_task(watch_max_deliveries(bus, consumer, stop, None))
+    await asyncio.sleep(0.1)
+    await bus.publish(EPOCH_EXPORTED, epoch_event(run_id, 7))
+    doomed = await Bus.connect(nats_settings, name="doomed-last")
+    sub = await doomed.js.pull_subscribe_bind(durable=consumer.durable, stream=consumer.stream)
+    assert len(await sub.fetch(batch=1, timeout=5)) == 1
+    await doomed.nc.close()
+
+    await wait_until(lambda: len(letters) == 1, timeout_s=15)
+    stop.set()
+    await watcher
+    await dl_sub.unsubscribe()  # type: ignore[attr-defined]
+    assert "without being acknowledged" in letters[0].reason
+    assert EpochExported.model_validate_json(letters[0].payload).epoch == 7
+
+
+async def test_coordination_bucket_grants_a_key_once(bus: Bus, run_id: str) -> None:
+    kv = await bus.coordination()
+    await kv.create(f"{run_id}.once", b"a")
+    try:
+        await kv.create(f"{run_id}.once", b"b")
+    except Exception as exc:
+        assert "wrong last sequence" in str(exc).lower() or "exists" in str(exc).lower()
+    else:
+        raise AssertionError("a second create of the same key must fail")

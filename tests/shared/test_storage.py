@@ -1,0 +1,94 @@
+"""Both object-store backends behave the same: put/get/list/prefix/delete, large objects, atomic writes."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from zelda_rlaif.errors import ObjectNotFound, SettingsError, StoreError
+from zelda_rlaif.settings import StoreSettings, load_settings
+from zelda_rlaif.storage import ObjectStore, keys, open_store
+from zelda_rlaif.storage.file import FileStore
+
+
+@pytest.fixture(params=["file", "s3"])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[ObjectStore]:
+    if request.param == "file":
+        yield open_store(StoreSettings(url=f"file://{tmp_path}/store"))
+    else:
+        yield open_store(request.getfixturevalue("s3_store_settings"), create_bucket=True)
+
+
+def test_put_get_exists_delete(store: ObjectStore) -> None:
+    key = keys.segment_manifest("run-1", 0, "seg-1")
+    assert not store.exists(key)
+    store.put_json(key, {"a": 1})
+    assert store.exists(key)
+    assert store.get_json(key) == {"a": 1}
+    store.put_bytes(key, b"replaced")
+    assert store.get_bytes(key) == b"replaced"
+    store.delete(key)
+    store.delete(key)  # deleting twice is fine
+    with pytest.raises(ObjectNotFound, match="seg-1"):
+        store.get_bytes(key)
+
+
+def test_list_by_prefix_is_sorted_and_exact(store: ObjectStore) -> None:
+    for step in (8, 0, 4):
+        store.put_bytes(keys.segment_frame("run-1", 2, "seg-1", step), b"png")
+    store.put_bytes(keys.segment_frame("run-1", 2, "seg-10", 0), b"png")
+    store.put_bytes(keys.segment_states("run-1", 2, "seg-1"), b"{}\n")
+    frames = list(store.list(keys.segment_frames("run-1", 2, "seg-1")))
+    assert frames == [keys.segment_frame("run-1", 2, "seg-1", s) for s in (0, 4, 8)]
+    assert len(list(store.list(keys.segment_prefix("run-1", 2, "seg-1")))) == 4
+    assert len(list(store.list(keys.epoch_segments("run-1", 2)))) == 5
+    assert list(store.list("nothing/here/")) == []
+
+
+def test_large_object_round_trip(store: ObjectStore) -> None:
+    blob = os.urandom(12 * 1024 * 1024)
+    store.put_bytes(keys.reward_model("run-1", 0), blob)
+    assert store.get_bytes(keys.reward_model("run-1", 0)) == blob
+
+
+def test_jsonl_and_directories(store: ObjectStore, tmp_path: Path) -> None:
+    store.put_jsonl(keys.epoch_scores("run-1", 0), [{"s": 1}, {"s": 2}])
+    assert store.get_jsonl(keys.epoch_scores("run-1", 0)) == [{"s": 1}, {"s": 2}]
+    source = tmp_path / "ckpt"
+    (source / "sub").mkdir(parents=True)
+    (source / "a.bin").write_bytes(b"a")
+    (source / "sub" / "b.bin").write_bytes(b"b")
+    assert store.upload_dir(source, keys.checkpoint("run-1", 0)) == 2
+    target = tmp_path / "restored"
+    assert store.download_dir(keys.checkpoint("run-1", 0), target) == 2
+    assert (target / "sub" / "b.bin").read_bytes() == b"b"
+
+
+def test_file_store_writes_atomically(tmp_path: Path) -> None:
+    store = FileStore(tmp_path / "s")
+    store.put_bytes("a/b.json", b"1")
+    leftovers = [p.name for p in (tmp_path / "s" / "a").iterdir()]
+    assert leftovers == ["b.json"]
+    with pytest.raises(ValueError, match="escapes"):
+        store.put_bytes("../outside", b"x")
+
+
+def test_s3_without_credentials_is_refused() -> None:
+    with pytest.raises(SettingsError, match="ZELDA_STORE_S3_ACCESS_KEY"):
+        load_settings(StoreSettings, url="s3://bucket")
+
+
+def test_s3_missing_bucket_says_what_to_do(s3_endpoint: str) -> None:
+    settings = StoreSettings(url="s3://no-such-bucket", s3_endpoint=s3_endpoint,
+                             s3_access_key="k", s3_secret_key="s")
+    with pytest.raises(StoreError, match="create it first"):
+        open_store(settings)
+
+
+def test_keys_know_their_epoch() -> None:
+    assert keys.epoch_of(keys.reward_model("r", 12)) == 12
+    assert keys.epoch_of("pipeline/r/progress.json") is None
+    with pytest.raises(ValueError):
+        keys.checkpoint("r", -1)
