@@ -1,0 +1,79 @@
+"""The exported segment format: a manifest, a JSONL state log (one ``StepRecord`` per step) and frames.
+
+Written by the trainer, read by the judges and the reward model. Records are immutable once written: the
+trainer builds each record completely before it is serialised and never edits it afterwards.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+OBSERVATION_SIZE = 128
+
+
+class GameState(BaseModel):
+    """The decoded RAM state of one step, the same fields for every game profile."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    group: int = Field(description="map group: 0 overworld, others indoors/dungeons")
+    room: int = Field(description="room id within the group")
+    x: int = Field(description="player x in pixels within the room")
+    y: int = Field(description="player y in pixels within the room")
+    direction: int = Field(description="facing: 0 up, 1 right, 2 down, 3 left")
+    health: int = Field(description="quarter hearts")
+    max_health: int = Field(description="quarter hearts")
+    rupees: int
+    keys: int = Field(description="small keys held")
+    sword_level: int
+    text_active: bool = Field(description="a text box is showing")
+    menu_open: bool = Field(description="a menu is open")
+    deaths: int
+    enemies: int = Field(description="live enemies on screen")
+    puzzle_flags: int = Field(0, description="game-specific puzzle/switch bitset")
+    door_flags: int = Field(0, description="game-specific door/unlock bitset")
+    treasure_flags: int = Field(0, description="game-specific obtained-treasure bitset")
+    essences: int = Field(0, description="dungeon essences (Oracle), 0 elsewhere")
+    rooms_visited: int = Field(0, description="rooms with the VISITED flag in the game's own RAM")
+
+    @property
+    def location(self) -> tuple[int, int]:
+        return (self.group, self.room)
+
+
+class StepRecord(BaseModel):
+    """One line of ``states.jsonl``."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    step: int = Field(ge=0, description="step index within the episode")
+    action: int = Field(ge=0, le=7)
+    action_name: str
+    reward: float = Field(description="total reward of the step (sum of the components)")
+    components: dict[str, float] = Field(description="reward by component, e.g. new_room, rnd, shaping")
+    state: GameState
+    observation: list[float] = Field(min_length=OBSERVATION_SIZE, max_length=OBSERVATION_SIZE)
+
+
+class SegmentManifest(BaseModel):
+    """``manifest.json`` of a segment."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    schema_version: Literal[1] = 1
+    run_id: str
+    epoch: int = Field(ge=0)
+    episode_id: str
+    segment_id: str
+    profile: str = Field(description="game profile name, e.g. testworld or oracle-of-seasons")
+    step_start: int = Field(ge=0)
+    step_end: int = Field(ge=0, description="exclusive")
+    num_steps: int = Field(ge=0)
+    frame_every: int = Field(ge=1, description="a PNG frame every k-th step")
+    frame_steps: list[int] = Field(description="steps that have a frame, in order")
+    total_reward: float
+    reward_components: dict[str, float]
+    rooms_visited: list[tuple[int, int]] = Field(description="distinct (group, room) pairs seen in the segment")
+    reward_model_epoch: int | None = Field(description="epoch of the reward model used for shaping, if any")
