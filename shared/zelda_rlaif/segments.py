@@ -36,7 +36,7 @@ class GameState(BaseModel):
     door_flags: int = Field(0, description="game-specific door/unlock bitset")
     treasure_flags: int = Field(0, description="game-specific obtained-treasure bitset")
     essences: int = Field(0, description="dungeon essences (Oracle), 0 elsewhere")
-    rooms_visited: int = Field(0, description="rooms with the VISITED flag in the game's own RAM")
+    rooms_visited: int = Field(0, description="distinct (group, room) pairs visited so far in the episode")
 
     @property
     def location(self) -> tuple[int, int]:

@@ -10,8 +10,8 @@ Layout (one bucket or directory; prefixes keep the original design's separation 
     scores/{run}/epoch_{N}/unjudged/{segment}.json
     scores/{run}/epoch_{N}/scores.jsonl
     models/{run}/reward_model/epoch_{N}/rm.pt            (+ metadata.json)
-    models/{run}/checkpoints/epoch_{N}/...               (+ metadata.json)
-    models/{run}/checkpoints/best/...                    (+ metadata.json)
+    models/{run}/checkpoints/epoch_{N}/...               (+ zelda-checkpoint.json)
+    models/{run}/checkpoints/best/...                    (+ zelda-checkpoint.json)
     pipeline/{run}/progress.json
 """
 
@@ -62,6 +62,11 @@ def segment_frame(run_id: str, epoch: int, segment_id: str, step: int) -> str:
 # Judging and scores
 
 
+def run_scores(run_id: str) -> str:
+    """Every epoch's scores of a run (list it to find which epochs were judged)."""
+    return f"scores/{run_id}/"
+
+
 def epoch_scores_prefix(run_id: str, epoch: int) -> str:
     return f"scores/{run_id}/{_epoch(epoch)}/"
 
@@ -102,6 +107,11 @@ def epoch_manifest(run_id: str, epoch: int) -> str:
 # Models
 
 
+def reward_models(run_id: str) -> str:
+    """Every epoch's reward model of a run (list it to find the latest accepted one)."""
+    return f"models/{run_id}/reward_model/"
+
+
 def reward_model_prefix(run_id: str, epoch: int) -> str:
     return f"models/{run_id}/reward_model/{_epoch(epoch)}/"
 
@@ -127,7 +137,8 @@ def best_checkpoint(run_id: str) -> str:
 
 
 def checkpoint_metadata(checkpoint_prefix: str) -> str:
-    return checkpoint_prefix + "metadata.json"
+    # Not "metadata.json": RLlib writes files of that name inside its checkpoints.
+    return checkpoint_prefix + "zelda-checkpoint.json"
 
 
 def epoch_of(prefix_or_key: str) -> int | None:

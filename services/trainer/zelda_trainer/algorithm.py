@@ -1,0 +1,67 @@
+"""Build the RLlib PPO algorithm from the trainer settings (config wiring only)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ray.rllib.algorithms.ppo import PPOConfig
+from ray.rllib.core.rl_module.rl_module import RLModuleSpec
+from ray.tune.registry import register_env
+
+from zelda_trainer.callbacks import ZeldaCallbacks
+from zelda_trainer.rl_module import ZeldaMLPModule
+from zelda_trainer.settings import TrainerSettings
+from zelda_trainer.training_env import ENV_NAME, make_training_env
+
+
+def env_config(settings: TrainerSettings, profile: str, epoch: int) -> dict[str, Any]:
+    env = {
+        "rom": str(settings.rom) if settings.rom else None,
+        "state": str(settings.state) if settings.state else None,
+        "profile": settings.profile,
+        "max_steps": settings.episode_steps,
+        "sound_emulated": settings.sound_emulated,
+        "rewards": settings.rewards.model_dump(),
+    }
+    return {
+        "env": env,
+        "epoch": epoch,
+        "export": {
+            "run_id": settings.run_id, "profile": profile, "segment_steps": settings.segment_steps,
+            "frame_every": settings.frame_every, "export_fraction": settings.export_fraction,
+            "seed": settings.seed,
+        },
+        "live": {"run_id": settings.run_id, "fps": settings.live_fps,
+                 "worker_index": 1 if settings.num_env_runners > 0 else 0} if settings.live_frames else None,
+    }
+
+
+def build_config(settings: TrainerSettings, profile: str, epoch: int) -> PPOConfig:
+    register_env(ENV_NAME, make_training_env)
+    ppo = settings.ppo
+    config = (
+        PPOConfig()
+        .environment(ENV_NAME, env_config=env_config(settings, profile, epoch))
+        .env_runners(
+            num_env_runners=settings.num_env_runners,
+            num_envs_per_env_runner=settings.envs_per_runner,
+            num_cpus_per_env_runner=1,
+            rollout_fragment_length="auto",
+        )
+        .learners(num_learners=0, num_gpus_per_learner=settings.num_gpus_per_learner)
+        .training(
+            lr=ppo.lr,
+            gamma=ppo.gamma,
+            lambda_=ppo.lambda_,
+            clip_param=ppo.clip_param,
+            vf_clip_param=ppo.vf_clip_param,
+            entropy_coeff=ppo.entropy_coeff,
+            train_batch_size_per_learner=ppo.train_batch_size,
+            minibatch_size=ppo.minibatch_size,
+            num_epochs=ppo.num_epochs,
+        )
+        .rl_module(rl_module_spec=RLModuleSpec(module_class=ZeldaMLPModule, model_config={"hidden": ppo.hidden}))
+        .callbacks(ZeldaCallbacks)
+        .debugging(seed=settings.seed, log_level="ERROR")
+    )
+    return config

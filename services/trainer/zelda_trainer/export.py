@@ -1,0 +1,123 @@
+"""Segment export inside the env runners: the state log, frames and manifest of 300-step segments.
+
+Each env runner process writes its own segments straight to the object store, so no frame ever travels
+through the Ray driver. The manifest is written last: a segment whose manifest exists is complete, and the
+driver announces only those (``segment.exported`` after the objects are stored).
+"""
+
+from __future__ import annotations
+
+import io
+import random
+from dataclasses import dataclass, field
+
+import numpy as np
+from PIL import Image
+from zelda_rlaif.segments import GameState, SegmentManifest, StepRecord
+from zelda_rlaif.storage import ObjectStore, keys
+
+
+def encode_png(screen: np.ndarray) -> bytes:
+    buffer = io.BytesIO()
+    # Level 1: a Game Boy screen compresses well anyway, and this runs inside the env runner's step.
+    Image.fromarray(screen).save(buffer, format="PNG", compress_level=1)
+    return buffer.getvalue()
+
+
+@dataclass(frozen=True)
+class ExportPlan:
+    run_id: str
+    profile: str
+    segment_steps: int
+    frame_every: int
+    export_fraction: float
+    seed: int
+
+
+@dataclass
+class _Segment:
+    index: int
+    step_start: int
+    records: list[str] = field(default_factory=list)
+    frames: dict[int, bytes] = field(default_factory=dict)
+    total_reward: float = 0.0
+    components: dict[str, float] = field(default_factory=dict)
+    rooms: set[tuple[int, int]] = field(default_factory=set)
+
+
+class SegmentExporter:
+    """Builds segments of one env's episodes and stores the complete ones."""
+
+    def __init__(self, plan: ExportPlan, store: ObjectStore, source_id: str) -> None:
+        self.plan = plan
+        self.store = store
+        self.source_id = source_id  # e.g. "w1v0": unique per env within a run
+        self._rng = random.Random(f"{plan.seed}-{source_id}")
+        self.epoch = 0
+        self.reward_model_epoch: int | None = None
+        self._episode_counter = 0
+        self._episode_id: str | None = None
+        self._segment: _Segment | None = None
+
+    def set_epoch(self, epoch: int) -> None:
+        """Start a new epoch: a segment in progress is dropped so every segment belongs to exactly one epoch."""
+        if epoch != self.epoch:
+            self.epoch = epoch
+            self._episode_id = None
+            self._segment = None
+
+    def begin_episode(self) -> None:
+        self._episode_counter += 1
+        exported = self._rng.random() < self.plan.export_fraction
+        self._episode_id = f"e{self.epoch:03d}-{self.source_id}-{self._episode_counter:05d}" if exported else None
+        self._segment = _Segment(0, 0) if exported else None
+
+    @property
+    def recording(self) -> bool:
+        return self._segment is not None
+
+    def wants_frame(self, step: int) -> bool:
+        """Whether the step about to run (episode step index ``step``) should render its frame."""
+        return self._segment is not None and step % self.plan.frame_every == 0
+
+    def record(self, step: int, action: int, action_name: str, reward: float, components: dict[str, float],
+               state: dict[str, int], observation: np.ndarray, frame: np.ndarray | None) -> str | None:
+        """Add one step; returns the segment id when this step completed (and stored) a segment."""
+        segment = self._segment
+        if segment is None or self._episode_id is None:
+            return None
+        game_state = GameState(**{k: v for k, v in state.items() if k in GameState.model_fields})
+        record = StepRecord(step=step, action=action, action_name=action_name, reward=reward,
+                            components=components, state=game_state,
+                            observation=observation.astype(float).tolist())
+        segment.records.append(record.model_dump_json())
+        segment.total_reward += reward
+        for name, value in components.items():
+            segment.components[name] = segment.components.get(name, 0.0) + value
+        segment.rooms.add(game_state.location)
+        if frame is not None:
+            segment.frames[step] = encode_png(frame)
+        if len(segment.records) < self.plan.segment_steps:
+            return None
+        segment_id = self._store(segment, step_end=step + 1)
+        self._segment = _Segment(segment.index + 1, step + 1)
+        return segment_id
+
+    def _store(self, segment: _Segment, step_end: int) -> str:
+        assert self._episode_id is not None
+        run, epoch = self.plan.run_id, self.epoch
+        segment_id = f"{self._episode_id}-s{segment.index:02d}"
+        for step, png in sorted(segment.frames.items()):
+            self.store.put_bytes(keys.segment_frame(run, epoch, segment_id, step), png, "image/png")
+        self.store.put_bytes(keys.segment_states(run, epoch, segment_id),
+                             ("\n".join(segment.records) + "\n").encode(), "application/x-ndjson")
+        manifest = SegmentManifest(
+            run_id=run, epoch=epoch, episode_id=self._episode_id, segment_id=segment_id,
+            profile=self.plan.profile, step_start=segment.step_start, step_end=step_end,
+            num_steps=len(segment.records), frame_every=self.plan.frame_every,
+            frame_steps=sorted(segment.frames), total_reward=segment.total_reward,
+            reward_components=segment.components, rooms_visited=sorted(segment.rooms),
+            reward_model_epoch=self.reward_model_epoch,
+        )
+        self.store.put_json(keys.segment_manifest(run, epoch, segment_id), manifest)
+        return segment_id

@@ -1,0 +1,55 @@
+"""Read the numbers we care about out of an RLlib result dict (its nesting differs between versions)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+
+def _find(result: dict[str, Any], *paths: tuple[str, ...]) -> Any:
+    for path in paths:
+        node: Any = result
+        for part in path:
+            if not isinstance(node, dict) or part not in node:
+                break
+            node = node[part]
+        else:
+            return node
+    return None
+
+
+def lifetime_env_steps(result: dict[str, Any]) -> int:
+    value = _find(result, ("env_runners", "num_env_steps_sampled_lifetime"), ("num_env_steps_sampled_lifetime",))
+    return int(value or 0)
+
+
+def lifetime_episodes(result: dict[str, Any]) -> int:
+    value = _find(result, ("env_runners", "num_episodes_lifetime"), ("num_episodes_lifetime",))
+    return int(value or 0)
+
+
+def mean_return(result: dict[str, Any]) -> float | None:
+    value = _find(result, ("env_runners", "episode_return_mean"))
+    return None if value is None or (isinstance(value, float) and math.isnan(value)) else float(value)
+
+
+def mean_rooms(result: dict[str, Any]) -> float | None:
+    value = _find(result, ("env_runners", "zelda/rooms_visited"))
+    return None if value is None else float(value)
+
+
+def reward_components(result: dict[str, Any]) -> dict[str, float]:
+    runners = result.get("env_runners", {})
+    prefix = "zelda/reward/"
+    return {k[len(prefix):]: float(v) for k, v in runners.items() if k.startswith(prefix)}
+
+
+def rooms_seen(result: dict[str, Any]) -> list[tuple[int, int]]:
+    runners = result.get("env_runners", {})
+    prefix = "zelda/room/"
+    rooms = []
+    for name in runners:
+        if name.startswith(prefix):
+            group, room = name[len(prefix):].split("_")
+            rooms.append((int(group), int(room)))
+    return sorted(rooms)

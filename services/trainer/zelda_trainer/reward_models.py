@@ -1,0 +1,67 @@
+"""Follow ``reward_model.updated`` for this run and keep the newest accepted model's bytes at hand.
+
+The consumer runs on the driver's event loop while ``algo.train()`` runs in a worker thread; the training
+loop picks up the newest model between iterations (pipelined) or waits for a given epoch's update (sync).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+from datetime import timedelta
+
+from zelda_rlaif.bus import Bus, Delivery, run_consumer
+from zelda_rlaif.events import RewardModelUpdated
+from zelda_rlaif.storage import ObjectStore, keys
+from zelda_rlaif.subjects import PIPELINE_STREAM, REWARD_MODEL_UPDATED, ConsumerSpec
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class LoadedModel:
+    epoch: int  # the epoch whose scores trained it
+    data: bytes
+    received_at: float  # loop time, for the timeline
+
+
+class RewardModelFollower:
+    def __init__(self, bus: Bus, store: ObjectStore, run_id: str) -> None:
+        self.bus = bus
+        self.store = store
+        self.run_id = run_id
+        self.newest: LoadedModel | None = None
+        self.updates: dict[int, RewardModelUpdated] = {}  # by the epoch the update answered
+        self._changed = asyncio.Condition()
+        self.spec = ConsumerSpec(f"trainer-{run_id}", PIPELINE_STREAM, REWARD_MODEL_UPDATED,
+                                 REWARD_MODEL_UPDATED.subject, ack_wait=timedelta(seconds=60))
+
+    async def run(self, stop: asyncio.Event) -> None:
+        await run_consumer(self.bus, self.spec, self._handle, stop)
+
+    async def _handle(self, event: RewardModelUpdated, delivery: Delivery) -> None:
+        if event.run_id != self.run_id:
+            return
+        if event.model_epoch is not None and (self.newest is None or event.model_epoch > self.newest.epoch):
+            data = await asyncio.to_thread(self.store.get_bytes, keys.reward_model(self.run_id, event.model_epoch))
+            self.newest = LoadedModel(event.model_epoch, data, asyncio.get_running_loop().time())
+            log.info("reward model of epoch %d received (validation accuracy %s)", event.model_epoch,
+                     event.validation_accuracy)
+        elif not event.accepted:
+            log.warning("reward model for epoch %d was not accepted: %s", event.epoch, event.reason)
+        async with self._changed:
+            self.updates[event.epoch] = event
+            self._changed.notify_all()
+
+    async def wait_for_epoch(self, epoch: int, timeout_s: float) -> RewardModelUpdated:
+        """Sync mode: wait until the reward-model service has answered ``epoch``'s scores."""
+        async with self._changed:
+            await asyncio.wait_for(self._changed.wait_for(lambda: epoch in self.updates), timeout_s)
+            return self.updates[epoch]
+
+    async def close(self) -> None:
+        try:
+            await self.bus.js.delete_consumer(self.spec.stream, self.spec.durable)
+        except Exception as exc:  # the run is over either way; a leftover consumer only costs disk
+            log.debug("could not delete consumer %s: %s", self.spec.durable, exc)

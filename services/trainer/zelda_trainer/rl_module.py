@@ -1,0 +1,48 @@
+"""The policy: an MLP over the 128-D observation with a shared 2 x 256 trunk, a policy head and a value head."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from ray.rllib.core.columns import Columns
+from ray.rllib.core.rl_module.apis import ValueFunctionAPI
+from ray.rllib.core.rl_module.torch import TorchRLModule
+from ray.rllib.utils.annotations import override
+from torch import nn
+
+
+class ZeldaMLPModule(TorchRLModule, ValueFunctionAPI):
+    """``model_config``: ``hidden`` (default 256) and ``layers`` (default 2)."""
+
+    @override(TorchRLModule)
+    def setup(self) -> None:
+        assert self.observation_space is not None and self.observation_space.shape is not None
+        in_size = int(self.observation_space.shape[0])
+        hidden = int(self.model_config.get("hidden", 256))  # type: ignore[union-attr]
+        layers: list[nn.Module] = []
+        for _ in range(int(self.model_config.get("layers", 2))):  # type: ignore[union-attr]
+            layers += [nn.Linear(in_size, hidden), nn.Tanh()]
+            in_size = hidden
+        self._trunk = nn.Sequential(*layers)
+        self._policy_head = nn.Linear(hidden, int(self.action_space.n))  # type: ignore[union-attr]
+        self._value_head = nn.Linear(hidden, 1)
+        # Small initial logits: the first policy is close to uniform, so early exploration is not biased.
+        nn.init.orthogonal_(self._policy_head.weight, gain=0.01)
+        nn.init.zeros_(self._policy_head.bias)
+
+    @override(TorchRLModule)
+    def _forward(self, batch: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
+        features = self._trunk(batch[Columns.OBS])
+        return {Columns.ACTION_DIST_INPUTS: self._policy_head(features)}
+
+    @override(TorchRLModule)
+    def _forward_train(self, batch: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
+        features = self._trunk(batch[Columns.OBS])
+        return {Columns.ACTION_DIST_INPUTS: self._policy_head(features), Columns.EMBEDDINGS: features}
+
+    @override(ValueFunctionAPI)
+    def compute_values(self, batch: dict[str, Any], embeddings: Any = None) -> torch.Tensor:
+        if embeddings is None:
+            embeddings = self._trunk(batch[Columns.OBS])
+        return self._value_head(embeddings).squeeze(-1)

@@ -1,0 +1,190 @@
+"""``ZeldaEnv``: a Gymnasium environment over any game profile (the test world or Oracle of Seasons).
+
+Observation: the 128-D vector documented in ``observation.py`` (optionally with pixels). Actions: the 8
+buttons of ``actions.py``. ``info`` carries the decoded state record and the reward by component. Rewards
+come from the composable components in ``rewards/``; a reward model can be plugged in for potential-based
+shaping with ``set_potential``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+
+from zelda_rlaif.game.actions import ACTION_NAMES, NUM_ACTIONS, Action
+from zelda_rlaif.game.config import EnvConfig
+from zelda_rlaif.game.emulator import BUNDLED_ROM, Emulator
+from zelda_rlaif.game.observation import ObservationBuilder
+from zelda_rlaif.game.profiles import get_profile
+from zelda_rlaif.game.rewards import CoverageTracker, StepContext, default_components
+from zelda_rlaif.game.rewards.components import Potential
+from zelda_rlaif.segments import OBSERVATION_SIZE
+
+
+class ZeldaEnv(gym.Env[Any, int]):
+    metadata = {"render_modes": ["rgb_array"], "render_fps": 15}
+
+    def __init__(self, config: EnvConfig | dict[str, Any] | None = None, render_mode: str | None = None,
+                 **overrides: Any) -> None:
+        if isinstance(config, dict) or config is None:
+            # RLlib passes an EnvContext (a dict subclass); extra keys like worker_index are not ours.
+            base = {k: v for k, v in dict(config or {}).items() if k in EnvConfig.model_fields}
+            config = EnvConfig(**{**base, **overrides})
+        self.config = config
+        self.render_mode = render_mode
+        profile = get_profile(config.profile) if config.profile else None
+        self.emulator = Emulator(config.rom or BUNDLED_ROM, profile=profile, sound_emulated=config.sound_emulated)
+        self.profile = self.emulator.profile
+        if config.state is not None:
+            state = config.state.read_bytes() if config.state.is_file() else None
+            if state is None:
+                raise FileNotFoundError(f"no save state at {config.state}: give a PyBoy .state file of this ROM")
+            self.emulator.load_state(state, source=str(config.state))
+            self._start_state = state
+        elif self.profile.needs_user_state:
+            raise ValueError(f"{self.profile.rom.description} needs a save state taken in gameplay: pass --state")
+        else:
+            self._start_state = self.emulator.boot_to_gameplay()
+
+        vector = spaces.Box(low=-1.0, high=1.0, shape=(OBSERVATION_SIZE,), dtype=np.float32)
+        if config.pixel_observation:
+            pixels = spaces.Box(low=0, high=255, shape=(144, 160, 3), dtype=np.uint8)
+            self.observation_space: spaces.Space[Any] = spaces.Dict({"vector": vector, "pixels": pixels})
+        else:
+            self.observation_space = vector
+        self.action_space: spaces.Space[int] = spaces.Discrete(NUM_ACTIONS)
+
+        self.coverage = CoverageTracker(self.profile.geometry.tile_px)
+        self.observations = ObservationBuilder(self.profile, config.max_steps)
+        self.components, self.shaping = default_components(config.rewards, seed=0)
+        self.render_next = False  # set by a wrapper that wants this step's last frame (exports, live view)
+        self._rendered = False
+        self.step_count = 0
+        self.still_steps = 0
+        self.steps_since_new_room = 0
+        self.recent_actions: list[int] = []
+        self.episode_return = 0.0
+        self._reset_episode_state()
+
+    # Gymnasium API
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
+        super().reset(seed=seed)
+        if seed is not None:
+            for component in self.components:
+                component.reseed(seed)
+        self.emulator.load_state(self._start_state, source="start state")
+        jitter = int(self.np_random.integers(0, self.config.start_jitter + 1)) if self.config.start_jitter else 0
+        if jitter:
+            self.emulator.tick(jitter)
+        self._rendered = False
+        self._reset_episode_state()
+        self._raw = self.emulator.decoder.raw(self.emulator.memory)
+        group, room = self._raw.get("group", 0), self._raw.get("room", 0)
+        self.coverage.enter_room(group, room)
+        self.coverage.visit_tile(group, room, self._raw.get("x", 0), self._raw.get("y", 0))
+        self._obs = self._observe(health_delta=0, new_room=False, pressed_start=False)
+        for component in self.components:
+            component.reset(self._obs)
+        return self._output(self._obs), self._info({})
+
+    def step(self, action: int) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+        action = int(action)
+        render = self.render_next or self.config.pixel_observation
+        self.emulator.act(action, self.config.frame_skip, self.config.press_frames, render_last=render)
+        self._rendered = render
+        self.render_next = False
+        self.step_count += 1
+
+        prev, cur = self._raw, self.emulator.decoder.raw(self.emulator.memory)
+        group, room, x, y = cur.get("group", 0), cur.get("room", 0), cur.get("x", 0), cur.get("y", 0)
+        room_changed = (group, room) != (prev.get("group", 0), prev.get("room", 0))
+        entries_before = self.coverage.enter_room(group, room) if room_changed else 0
+        tile_before = self.coverage.visit_tile(group, room, x, y)
+        moved = room_changed or x != prev.get("x", 0) or y != prev.get("y", 0)
+        self.still_steps = 0 if moved else self.still_steps + 1
+        self.steps_since_new_room = 0 if room_changed and entries_before == 0 else self.steps_since_new_room + 1
+        self.recent_actions.insert(0, action)
+        del self.recent_actions[4:]
+
+        obs_prev = self._obs
+        self._raw = cur
+        self._obs = self._observe(
+            health_delta=cur.get("health", 0) - prev.get("health", 0),
+            new_room=room_changed and entries_before == 0,
+            pressed_start=action == Action.START,
+        )
+        ctx = StepContext(prev, cur, action, room_changed, entries_before, tile_before, self.still_steps,
+                          obs_prev, self._obs)
+        components: dict[str, float] = {}
+        for component in self.components:
+            component.add(ctx, components)
+        reward = float(sum(components.values()))
+        self.episode_return += reward
+        truncated = self.step_count >= self.config.max_steps
+        info = self._info(components)
+        info["action_name"] = ACTION_NAMES[action]
+        return self._output(self._obs), reward, False, truncated, info
+
+    def render(self) -> np.ndarray | None:  # type: ignore[override]
+        if self.render_mode != "rgb_array":
+            return None
+        if not self._rendered:
+            self.emulator.tick(1, render_last=True)  # costs one frame; callers normally set render_next
+            self._rendered = True
+        return self.emulator.screen()
+
+    def close(self) -> None:
+        self.emulator.close()
+
+    # Hooks for the trainer
+
+    def set_potential(self, potential: Potential | None) -> None:
+        """Install (or remove) the reward model used for potential-based shaping."""
+        self.shaping.set_potential(potential, getattr(self, "_obs", None))
+
+    @property
+    def frame_available(self) -> bool:
+        """True when the last step rendered its final frame (so ``screen()`` is current)."""
+        return self._rendered
+
+    def screen(self) -> np.ndarray:
+        return self.emulator.screen()
+
+    # Internals
+
+    def _reset_episode_state(self) -> None:
+        self.coverage.reset()
+        self.step_count = 0
+        self.still_steps = 0
+        self.steps_since_new_room = 0
+        self.recent_actions = []
+        self.episode_return = 0.0
+
+    def _observe(self, *, health_delta: int, new_room: bool, pressed_start: bool) -> np.ndarray:
+        memory = self.emulator.memory
+        return self.observations.build(
+            self._raw,
+            enemies=self.emulator.decoder.enemies(memory),
+            tracker=self.coverage,
+            recent_actions=self.recent_actions,
+            step=self.step_count,
+            health_delta=health_delta,
+            new_room=new_room,
+            still_steps=self.still_steps,
+            steps_since_new_room=self.steps_since_new_room,
+            pressed_start=pressed_start,
+        )
+
+    def _output(self, obs: np.ndarray) -> Any:
+        if self.config.pixel_observation:
+            return {"vector": obs, "pixels": self.emulator.screen()}
+        return obs
+
+    def _info(self, components: dict[str, float]) -> dict[str, Any]:
+        state = dict(self._raw)
+        state["rooms_visited"] = self.coverage.rooms_visited()
+        return {"state": state, "components": components, "step": self.step_count}

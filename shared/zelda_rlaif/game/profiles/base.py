@@ -1,0 +1,91 @@
+"""A game profile: everything the environment needs to know about one game, and nothing else.
+
+Adding a game means adding a profile: how to recognise its ROM, where its variables live in RAM and how
+they are encoded, the shape of its world, and how to tell a save state is plausible for it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+
+class Encoding(StrEnum):
+    U8 = "u8"
+    U16LE = "u16le"
+    BCD16LE = "bcd16le"  # two BCD bytes, low byte first: 0x34 0x12 -> 1234
+    BOOL = "bool"  # nonzero -> 1
+    POPCOUNT = "popcount"  # number of set bits over `size` bytes (bitsets of obtained things)
+    SUM = "sum"  # sum of `size` bytes (per-dungeon counters)
+
+
+@dataclass(frozen=True)
+class RamField:
+    address: int
+    encoding: Encoding = Encoding.U8
+    size: int = 1
+    doc: str = ""
+
+
+@dataclass(frozen=True)
+class RomIdentity:
+    """What the cartridge header must say."""
+
+    title: str  # at $134, ASCII, NUL/space padded
+    cgb_flag: int | None  # $143 (0x80 CGB-compatible, 0xC0 CGB-only, other values DMG); None: any
+    header_checksum: int | None  # $14D; None when the profile accepts rebuilt ROMs with any checksum
+    description: str
+
+
+@dataclass(frozen=True)
+class EnemySlot:
+    """Where one enemy object keeps its enabled flag and position."""
+
+    active: int
+    x: int
+    y: int
+
+
+@dataclass(frozen=True)
+class WorldGeometry:
+    """Map shape for coverage, observations and the HUD's world map."""
+
+    groups: int  # number of map groups (0 = overworld)
+    grid_width: dict[int, int]  # per group: rooms per row of the room-id grid (room id = row * width + col)
+    grid_height: dict[int, int]  # per group: rows of the room-id grid
+    room_width_px: int = 160
+    room_height_px: int = 128
+    tile_px: int = 16  # coverage cell size
+    total_rooms: int = 0  # rooms that exist, for "rooms discovered" ratios
+
+    def row_col(self, group: int, room: int) -> tuple[int, int]:
+        width = self.grid_width.get(group, 16)
+        return divmod(room, width)
+
+    def neighbour(self, group: int, room: int, direction: int) -> int | None:
+        """Room id next to ``room`` in ``direction`` (0 up, 1 right, 2 down, 3 left), if on the grid."""
+        width, height = self.grid_width.get(group, 16), self.grid_height.get(group, 16)
+        row, col = divmod(room, width)
+        row += (-1, 0, 1, 0)[direction]
+        col += (0, 1, 0, -1)[direction]
+        if 0 <= row < height and 0 <= col < width:
+            return row * width + col
+        return None
+
+
+@dataclass(frozen=True)
+class GameProfile:
+    name: str
+    rom: RomIdentity
+    # Field names are those of segments.GameState (minus derived ones) plus a few profile-only helpers.
+    ram: dict[str, RamField]
+    geometry: WorldGeometry
+    enemy_slots: tuple[EnemySlot, ...] = ()
+    room_flags: dict[int, int] = field(default_factory=dict)  # group -> address of its room-flag table
+    room_visited_bit: int = 0x10
+    in_game_state: int = 2  # value of the `game_state` field during gameplay
+    max_health_limit: int = 80  # quarter hearts; a larger value means the state is not this game's
+    cgb: bool = False  # run PyBoy in CGB mode
+    needs_user_state: bool = True  # True: a save state must be supplied (no boot-to-gameplay route)
+    boot_frames_limit: int = 600  # frames to wait for gameplay after power-on when no state is supplied
+    notes: str = ""

@@ -1,0 +1,47 @@
+"""The bundled test world: our own small Game Boy game (source in ../testworld/rom/).
+
+Every variable sits at a fixed WRAM address documented in the ROM's README; this table must match it.
+"""
+
+from __future__ import annotations
+
+from zelda_rlaif.game.profiles.base import (
+    Encoding,
+    EnemySlot,
+    GameProfile,
+    RamField,
+    RomIdentity,
+    WorldGeometry,
+)
+
+TESTWORLD = GameProfile(
+    name="testworld",
+    rom=RomIdentity(title="TESTWORLD", cgb_flag=0x00, header_checksum=None,
+                    description="the bundled zelda-rlaif test world"),
+    ram={
+        "game_state": RamField(0xC000, doc="2 during gameplay"),
+        "group": RamField(0xC001, doc="0 overworld, 1 indoors"),
+        "room": RamField(0xC002, doc="overworld: (row << 4) | col on a 4x4 grid"),
+        "x": RamField(0xC003, doc="player x, pixels within the 160x128 playfield"),
+        "y": RamField(0xC004, doc="player y, pixels within the playfield"),
+        "direction": RamField(0xC005, doc="0 up, 1 right, 2 down, 3 left"),
+        "health": RamField(0xC006, doc="quarter hearts"),
+        "max_health": RamField(0xC007, doc="quarter hearts"),
+        "rupees": RamField(0xC008, Encoding.BCD16LE, 2),
+        "keys": RamField(0xC00A),
+        "sword_level": RamField(0xC00B),
+        "text_active": RamField(0xC00C, Encoding.BOOL),
+        "menu_open": RamField(0xC00D, Encoding.BOOL),
+        "deaths": RamField(0xC00E, Encoding.BCD16LE, 2),
+        "enemies": RamField(0xC010),
+        "puzzle_flags": RamField(0xC011, doc="bit0 switch pressed, bit1 puzzle door open"),
+        "door_flags": RamField(0xC012, doc="bit0 locked door unlocked"),
+        "treasure_flags": RamField(0xC013, doc="bit0 key obtained, bit1 sword obtained"),
+    },
+    geometry=WorldGeometry(groups=2, grid_width={0: 16, 1: 16}, grid_height={0: 4, 1: 1}, total_rooms=18),
+    enemy_slots=(EnemySlot(active=0xC020, x=0xC021, y=0xC022), EnemySlot(active=0xC024, x=0xC025, y=0xC026)),
+    room_flags={0: 0xC040, 1: 0xC080},
+    max_health_limit=40,
+    needs_user_state=False,
+    notes="Boots straight into gameplay; the environment makes its start state after boot.",
+)

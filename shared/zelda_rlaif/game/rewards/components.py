@@ -1,0 +1,168 @@
+"""Composable reward components. Each adds its named parts to the step's component dict.
+
+Components see a ``StepContext`` (the previous and current decoded RAM, the action and the coverage
+facts of this step) and never touch the emulator, so they are easy to test with hand-made contexts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+
+from zelda_rlaif.game.actions import Action
+from zelda_rlaif.game.rewards.config import RewardConfig
+from zelda_rlaif.game.rewards.rnd import RndCuriosity
+
+
+@dataclass
+class StepContext:
+    prev: dict[str, int]
+    cur: dict[str, int]
+    action: int
+    room_changed: bool
+    room_entries_before: int  # earlier entries into the current room this episode (valid when room_changed)
+    tile_visits_before: int
+    still_steps: int
+    obs_prev: np.ndarray
+    obs: np.ndarray
+
+
+class RewardComponent(Protocol):
+    def reset(self, obs: np.ndarray) -> None: ...
+
+    def reseed(self, seed: int) -> None:
+        """Restart any learned state from ``seed`` (called by a seeded ``env.reset``)."""
+
+    def add(self, ctx: StepContext, out: dict[str, float]) -> None: ...
+
+
+class _Stateless:
+    def reset(self, obs: np.ndarray) -> None:
+        pass
+
+    def reseed(self, seed: int) -> None:
+        pass
+
+
+class GameEvents(_Stateless):
+    """Rooms, health, rupees, keys, sword, essences, puzzle flags, dialog and deaths."""
+
+    def __init__(self, config: RewardConfig) -> None:
+        self.c = config
+
+    def add(self, ctx: StepContext, out: dict[str, float]) -> None:
+        c, prev, cur = self.c, ctx.prev, ctx.cur
+        if ctx.room_changed:
+            if ctx.room_entries_before == 0:
+                out["new_room"] = c.new_room
+            else:
+                out["room_revisit"] = c.room_revisit * c.revisit_decay ** ctx.room_entries_before
+        died = cur.get("deaths", 0) > prev.get("deaths", 0)
+        if died:
+            out["death"] = c.death * (cur["deaths"] - prev["deaths"])
+        else:  # a respawn refills health: that is not a reward
+            health_delta = cur.get("health", 0) - prev.get("health", 0)
+            if health_delta < 0:
+                out["health"] = c.health_lost * -health_delta
+            elif health_delta > 0:
+                out["health"] = c.health_gained * health_delta
+        for name, weight in (("rupees", c.rupee), ("keys", c.key), ("sword_level", c.sword)):
+            gained = cur.get(name, 0) - prev.get(name, 0)
+            if gained > 0:
+                out[name] = weight * gained
+        for name, weight in (("essences", c.essence), ("puzzle_flags", c.puzzle), ("door_flags", c.puzzle)):
+            new_bits = cur.get(name, 0) & ~prev.get(name, 0)
+            if new_bits:
+                out[name] = out.get(name, 0.0) + weight * new_bits.bit_count()
+        if cur.get("text_active") and not prev.get("text_active"):
+            out["dialog"] = c.dialog
+
+
+class Coverage(_Stateless):
+    """Tile-level exploration: a bonus the first time each 16x16 tile is stepped on."""
+
+    def __init__(self, config: RewardConfig) -> None:
+        self.c = config
+
+    def add(self, ctx: StepContext, out: dict[str, float]) -> None:
+        if ctx.tile_visits_before == 0:
+            out["new_tile"] = self.c.new_tile
+
+
+class Behaviour(_Stateless):
+    """Penalties for standing still too long and for pressing START (menu surfing)."""
+
+    def __init__(self, config: RewardConfig) -> None:
+        self.c = config
+
+    def add(self, ctx: StepContext, out: dict[str, float]) -> None:
+        if ctx.still_steps >= self.c.stuck_after:
+            out["stuck"] = self.c.stuck
+        if ctx.action == Action.START:
+            out["start_press"] = self.c.start_press
+
+
+class Curiosity:
+    """RND intrinsic reward, scaled. Its predictor keeps learning across episodes; a seeded reset restarts it,
+    so that the same seed and actions give the same rewards."""
+
+    def __init__(self, config: RewardConfig, seed: int) -> None:
+        self.c = config
+        self.rnd = RndCuriosity(seed=seed)
+
+    def reset(self, obs: np.ndarray) -> None:
+        pass
+
+    def reseed(self, seed: int) -> None:
+        self.rnd = RndCuriosity(seed=seed)
+
+    def add(self, ctx: StepContext, out: dict[str, float]) -> None:
+        out["rnd"] = self.c.rnd * float(self.rnd.reward(ctx.obs))
+
+
+class Potential(Protocol):
+    """Phi(s) from a trained reward model (zelda_rlaif.reward_model)."""
+
+    def phi(self, observation: np.ndarray) -> float: ...
+
+
+class Shaping:
+    """Potential-based shaping F = gamma * Phi(s') - Phi(s); zero until a reward model is loaded.
+
+    Potential-based shaping leaves the optimal policy unchanged (Ng et al., 1999) only when gamma equals the
+    learner's discount, so the trainer passes PPO's gamma into RewardConfig.gamma.
+    """
+
+    def __init__(self, config: RewardConfig) -> None:
+        self.c = config
+        self.potential: Potential | None = None
+        self._phi_prev = 0.0
+
+    def set_potential(self, potential: Potential | None, current_obs: np.ndarray | None) -> None:
+        self.potential = potential
+        self._phi_prev = potential.phi(current_obs) if potential is not None and current_obs is not None else 0.0
+
+    def reset(self, obs: np.ndarray) -> None:
+        self._phi_prev = self.potential.phi(obs) if self.potential is not None else 0.0
+
+    def reseed(self, seed: int) -> None:
+        pass
+
+    def add(self, ctx: StepContext, out: dict[str, float]) -> None:
+        if self.potential is None:
+            return
+        phi = self.potential.phi(ctx.obs)
+        out["shaping"] = self.c.shaping * (self.c.gamma * phi - self._phi_prev)
+        self._phi_prev = phi
+
+
+def default_components(config: RewardConfig, seed: int) -> tuple[list[RewardComponent], Shaping]:
+    """The standard reward stack; the shaping component is returned separately so models can be swapped in."""
+    shaping = Shaping(config)
+    components: list[RewardComponent] = [GameEvents(config), Coverage(config), Behaviour(config)]
+    if config.rnd > 0:
+        components.append(Curiosity(config, seed))
+    components.append(shaping)
+    return components, shaping

@@ -1,0 +1,39 @@
+"""Every reward weight in one validated config.
+
+The original design's magnitudes (+20 per new room, +5 per grid square, -50 per death, +50 for agreeing
+with a vision suggestion) let single events dwarf everything else and made value targets huge. These
+defaults keep one new room at 1.0 and scale the rest relative to it, so PPO's value function stays in a
+small range and no component drowns the others.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class RewardConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    # Game events
+    new_room: float = Field(1.0, description="first entry into a (group, room) this episode")
+    room_revisit: float = Field(0.1, description="re-entering a known room, times revisit_decay ** visits")
+    revisit_decay: float = Field(0.5, ge=0.0, le=1.0, description="decay of the revisit bonus per earlier visit")
+    health_lost: float = Field(-0.05, description="per quarter heart lost")
+    health_gained: float = Field(0.05, description="per quarter heart gained")
+    rupee: float = Field(0.02, description="per rupee gained")
+    key: float = Field(0.5, description="per small key gained")
+    sword: float = Field(1.0, description="per sword level gained")
+    essence: float = Field(5.0, description="per dungeon essence obtained (Oracle)")
+    puzzle: float = Field(0.5, description="per puzzle/door flag bit newly set")
+    dialog: float = Field(0.05, description="a text box opened (talking to NPCs is part of progress)")
+    death: float = Field(-1.0, description="per death")
+    # Coverage
+    new_tile: float = Field(0.02, description="first visit of a 16x16 tile this episode")
+    # Behaviour
+    stuck: float = Field(-0.01, description="per step without moving, after stuck_after steps")
+    stuck_after: int = Field(10, ge=1, description="steps without moving before the stuck penalty applies")
+    start_press: float = Field(-0.05, description="per START press (discourages menu surfing)")
+    # Intrinsic and learned
+    rnd: float = Field(0.05, ge=0.0, description="scale of the normalised RND curiosity bonus; 0 turns RND off")
+    shaping: float = Field(1.0, ge=0.0, description="scale of F = gamma * Phi(s') - Phi(s) from the reward model")
+    gamma: float = Field(0.99, gt=0.0, le=1.0, description="discount for shaping; must equal PPO's gamma")
