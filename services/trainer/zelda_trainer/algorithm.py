@@ -26,6 +26,10 @@ def env_config(settings: TrainerSettings, profile: str, epoch: int) -> dict[str,
     return {
         "env": env,
         "epoch": epoch,
+        # Where to write and publish; credentials are not here (Ray ships and logs configs): env runners read
+        # ZELDA_STORE_S3_* / ZELDA_NATS_* secrets from their own environment.
+        "store": settings.store.model_dump(include={"url", "s3_endpoint", "s3_region"}),
+        "nats_url": settings.nats.url,
         "export": {
             "run_id": settings.run_id, "profile": profile, "segment_steps": settings.segment_steps,
             "frame_every": settings.frame_every, "export_fraction": settings.export_fraction,

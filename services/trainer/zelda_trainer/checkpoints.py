@@ -13,6 +13,14 @@ from zelda_rlaif.storage import ObjectStore, keys
 log = logging.getLogger(__name__)
 
 
+def fingerprint(module_state: dict[str, Any]) -> float:
+    """A cheap identity of a policy's weights (sum of absolute values), to prove what a runner samples with."""
+    import numpy as np
+
+    return float(sum(np.abs(np.asarray(value, dtype=np.float64)).sum() for value in module_state.values()
+                     if hasattr(value, "shape")))
+
+
 class CheckpointMetadata(BaseModel):
     run_id: str
     epoch: int
@@ -21,6 +29,7 @@ class CheckpointMetadata(BaseModel):
     episodes: int
     wall_time_s: float
     reward_model_epoch: int | None
+    policy_fingerprint: float | None = None
 
 
 def save(store: ObjectStore, algo: Any, meta: CheckpointMetadata) -> str:

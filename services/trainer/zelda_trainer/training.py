@@ -86,6 +86,9 @@ class Trainer:
         self._applied_model: LoadedModel | None = None
         self._env_steps = 0
         self._algo: Any = None
+        # Set on resume: the saved policy's fingerprint and what each env runner samples with after the sync.
+        self.restored_fingerprint: float | None = None
+        self.runner_fingerprints_after_restore: list[float] = []
         self.timeline: list[tuple[float, str]] = []
 
     async def run(self) -> TrainingSummary:
@@ -145,6 +148,8 @@ class Trainer:
         # after a resume would sample with the freshly initialised (random) policy.
         assert algo.env_runner_group is not None
         algo.env_runner_group.sync_weights(from_worker_or_learner_group=algo.learner_group, inference_only=True)
+        self.restored_fingerprint = latest.policy_fingerprint
+        self.runner_fingerprints_after_restore = self._runner_fingerprints(algo)
         log.info("resumed run %s from epoch %d (%d env steps)", self.run_id, latest.epoch, latest.env_steps)
         return latest.epoch + 1, algo
 
@@ -180,7 +185,8 @@ class Trainer:
         model_epoch = self._applied_model.epoch if self._applied_model else None
         meta = checkpoints.CheckpointMetadata(
             run_id=self.run_id, epoch=epoch, mean_return=metrics.mean_return(result), env_steps=steps,
-            episodes=episodes, wall_time_s=time.monotonic() - epoch_started, reward_model_epoch=model_epoch)
+            episodes=episodes, wall_time_s=time.monotonic() - epoch_started, reward_model_epoch=model_epoch,
+            policy_fingerprint=checkpoints.fingerprint(algo.get_module().get_state(inference_only=True)))
         await asyncio.to_thread(checkpoints.save, self.store, algo, meta)
         return EpochReport(epoch, steps, segments, meta.mean_return, metrics.mean_rooms(result), model_epoch,
                            time.time())
@@ -233,6 +239,12 @@ class Trainer:
             return len(vector_env.unwrapped.envs)
 
         self._algo.env_runner_group.foreach_env_runner(call)
+
+    @staticmethod
+    def _runner_fingerprints(algo: Any) -> list[float]:
+        return list(algo.env_runner_group.foreach_env_runner(
+            lambda runner: checkpoints.fingerprint(runner.module.get_state(inference_only=True)),
+            local_env_runner=False))
 
     def _mark(self, what: str) -> None:
         self.timeline.append((time.time(), what))

@@ -36,14 +36,16 @@ class TrainingEnv(gym.Wrapper[Any, int, Any, int]):
         self.exporter: SegmentExporter | None = None
         if env_config.get("export"):
             plan = ExportPlan(**env_config["export"])
-            self.exporter = SegmentExporter(plan, open_store(load_settings(StoreSettings)), self.source_id)
+            store = open_store(load_settings(StoreSettings, **env_config.get("store", {})))
+            self.exporter = SegmentExporter(plan, store, self.source_id)
             self.exporter.set_epoch(int(env_config.get("epoch", 0)))
         self.live: LiveFramePublisher | None = None
         live = env_config.get("live")
         # One env of the whole run streams to the HUD: the first env of the first remote runner (or the local
         # one when sampling happens in the driver).
         if live and vector == 0 and worker == int(live["worker_index"]) and not os.environ.get("ZELDA_NO_LIVE"):
-            self.live = LiveFramePublisher(load_settings(NatsSettings), live["run_id"], self.source_id,
+            nats = load_settings(NatsSettings, **({"url": env_config["nats_url"]} if "nats_url" in env_config else {}))
+            self.live = LiveFramePublisher(nats, live["run_id"], self.source_id,
                                            float(live["fps"]))
 
     def reset(self, **kwargs: Any) -> tuple[Any, dict[str, Any]]:

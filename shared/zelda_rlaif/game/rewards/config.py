@@ -28,7 +28,7 @@ class RewardConfig(BaseModel):
     dialog: float = Field(0.05, description="a text box opened (talking to NPCs is part of progress)")
     death: float = Field(-1.0, description="per death")
     # Coverage
-    new_tile: float = Field(0.02, description="first visit of a 16x16 tile this episode")
+    new_tile: float = Field(0.05, description="first visit of a 16x16 tile this episode")
     # Behaviour
     stuck: float = Field(-0.01, description="per step without moving, after stuck_after steps")
     stuck_after: int = Field(10, ge=1, description="steps without moving before the stuck penalty applies")

@@ -50,9 +50,9 @@ class RndCuriosity:
         self._batch.append(observation)
         if len(self._batch) >= self.update_every:
             self._train()
-        # Standardised against the running error: familiar states go slightly negative, novel ones positive,
-        # clipped so a single surprise cannot outweigh the game's own rewards.
-        return min(max((error - self._mean) / (self._var ** 0.5 + 1e-8), -1.0), 3.0)
+        # Relative to the running mean error: familiar states earn nothing (never a penalty), novel ones up to
+        # 3, so a single surprise cannot outweigh the game's own rewards.
+        return min(max(error / (self._mean + 1e-8) - 1.0, 0.0), 3.0)
 
     def _train(self) -> None:
         """One SGD step on the predictor's output layer over the buffered observations."""
