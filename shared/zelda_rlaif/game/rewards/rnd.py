@@ -14,7 +14,7 @@ from zelda_rlaif.segments import OBSERVATION_SIZE
 
 
 class RndCuriosity:
-    def __init__(self, seed: int, hidden: int = 64, features: int = 32, lr: float = 0.1,
+    def __init__(self, seed: int, hidden: int = 64, features: int = 32, lr: float = 0.5,
                  update_every: int = 16) -> None:
         rng = np.random.default_rng(seed)
         scale1, scale2 = np.sqrt(2.0 / OBSERVATION_SIZE), np.sqrt(2.0 / hidden)
@@ -55,11 +55,14 @@ class RndCuriosity:
         return min(max(error / (self._mean + 1e-8) - 1.0, 0.0), 3.0)
 
     def _train(self) -> None:
-        """One SGD step on the predictor's output layer over the buffered observations."""
+        """One normalised least-mean-squares step on the predictor's output layer over the buffered states.
+
+        Only the predictor's second layer learns (its first layer is a fixed random projection): that keeps
+        the update one matmul and is enough for novelty to fade with familiarity. Dividing the step by the
+        batch's mean squared activation (NLMS) keeps it stable whatever the scale of the observations.
+        """
         x = np.stack(self._batch)
         self._batch.clear()
         target, pred_h, pred = self._forward(x)
-        grad_out = 2.0 * (pred - target) / pred.size
-        # Only the predictor's second layer learns; its first layer is a fixed random projection. That keeps
-        # the update one matmul and is enough for novelty to decay with familiarity.
-        self.pred_w2 -= self.lr * (pred_h.T @ grad_out)
+        power = float(np.mean(np.sum(pred_h * pred_h, axis=1))) + 1e-6
+        self.pred_w2 -= (self.lr / power) * (pred_h.T @ (pred - target)) / len(x)
