@@ -198,6 +198,8 @@ class LiveMetrics(Event):
     reward_components: dict[str, float] = Field(default_factory=dict)
     rooms_visited: list[tuple[int, int]] = Field(default_factory=list, description="(group, room) pairs")
     tiles_visited: int = Field(ge=0, default=0)
+    reward_model_epoch: int | None = Field(None, description="epoch of the reward model the envs shape with")
+    segments_exported: int = Field(0, ge=0, description="segments announced so far in this run")
 
 
 class GuidanceSuggestion(Event):

@@ -6,7 +6,7 @@ Metric names (under ``result["env_runners"]``):
 |---|---|
 | ``zelda/rooms_visited`` | distinct rooms per episode (mean over the window) |
 | ``zelda/reward/<component>`` | sum of a reward component per episode (mean) |
-| ``zelda/room/<group>_<room>`` | episodes that entered that room (sum): the HUD's heat map |
+| ``zelda/room/<group>_<room>`` | episodes that entered that room, counted on entry (sum): the heat map |
 """
 
 from __future__ import annotations
@@ -25,12 +25,17 @@ class ZeldaCallbacks(RLlibCallback):
         for name, value in info.get("components", {}).items():
             totals[name] = totals.get(name, 0.0) + value
         state = info.get("state", {})
-        episode.custom_data.setdefault("rooms", set()).add((state.get("group", 0), state.get("room", 0)))
+        room = (state.get("group", 0), state.get("room", 0))
+        rooms = episode.custom_data.setdefault("rooms", set())
+        if room not in rooms:
+            rooms.add(room)
+            # Logged on first entry, not at episode end, so coverage shows up while long episodes run.
+            metrics_logger = kwargs.get("metrics_logger")
+            if metrics_logger is not None:
+                metrics_logger.log_value(f"zelda/room/{room[0]}_{room[1]}", 1, reduce="sum")
 
     def on_episode_end(self, *, episode: Any, metrics_logger: Any = None, **kwargs: Any) -> None:
         rooms = episode.custom_data.get("rooms", set())
         metrics_logger.log_value("zelda/rooms_visited", len(rooms), reduce="mean", window=100)
         for name, value in episode.custom_data.get("components", {}).items():
             metrics_logger.log_value(f"zelda/reward/{name}", value, reduce="mean", window=100)
-        for group, room in rooms:
-            metrics_logger.log_value(f"zelda/room/{group}_{room}", 1, reduce="sum")

@@ -37,7 +37,7 @@ class ExportPlan:
 @dataclass
 class _Segment:
     index: int
-    step_start: int
+    step_start: int | None = None  # set by the first recorded step
     records: list[str] = field(default_factory=list)
     frames: dict[int, bytes] = field(default_factory=dict)
     total_reward: float = 0.0
@@ -60,17 +60,18 @@ class SegmentExporter:
         self._segment: _Segment | None = None
 
     def set_epoch(self, epoch: int) -> None:
-        """Start a new epoch: a segment in progress is dropped so every segment belongs to exactly one epoch."""
+        """Start a new epoch. A segment in progress is dropped so that every segment belongs to exactly one
+        epoch; an exported episode goes on recording with a fresh segment in the new epoch."""
         if epoch != self.epoch:
             self.epoch = epoch
-            self._episode_id = None
-            self._segment = None
+            if self._segment is not None:
+                self._segment = _Segment(self._segment.index + 1)
 
     def begin_episode(self) -> None:
         self._episode_counter += 1
         exported = self._rng.random() < self.plan.export_fraction
         self._episode_id = f"e{self.epoch:03d}-{self.source_id}-{self._episode_counter:05d}" if exported else None
-        self._segment = _Segment(0, 0) if exported else None
+        self._segment = _Segment(0) if exported else None
 
     @property
     def recording(self) -> bool:
@@ -86,6 +87,8 @@ class SegmentExporter:
         segment = self._segment
         if segment is None or self._episode_id is None:
             return None
+        if segment.step_start is None:
+            segment.step_start = step
         game_state = GameState(**{k: v for k, v in state.items() if k in GameState.model_fields})
         record = StepRecord(step=step, action=action, action_name=action_name, reward=reward,
                             components=components, state=game_state,
@@ -100,11 +103,11 @@ class SegmentExporter:
         if len(segment.records) < self.plan.segment_steps:
             return None
         segment_id = self._store(segment, step_end=step + 1)
-        self._segment = _Segment(segment.index + 1, step + 1)
+        self._segment = _Segment(segment.index + 1)
         return segment_id
 
     def _store(self, segment: _Segment, step_end: int) -> str:
-        assert self._episode_id is not None
+        assert self._episode_id is not None and segment.step_start is not None
         run, epoch = self.plan.run_id, self.epoch
         segment_id = f"{self._episode_id}-s{segment.index:02d}"
         for step, png in sorted(segment.frames.items()):

@@ -221,11 +221,10 @@ class Trainer:
             run_id=self.run_id, epoch=epoch, env_steps=metrics.lifetime_env_steps(result),
             episodes=metrics.lifetime_episodes(result), env_steps_per_s=rate,
             mean_episode_return=metrics.mean_return(result), reward_components=metrics.reward_components(result),
-            rooms_visited=sorted(self._rooms))
+            rooms_visited=sorted(self._rooms), segments_exported=len(self._announced),
+            reward_model_epoch=self._applied_model.epoch if self._applied_model else None)
         await bus.publish_live(LIVE_METRICS.subject, live)
-        progress = {**live.model_dump(mode="json"), "segments_announced": len(self._announced),
-                    "reward_model_epoch": self._applied_model.epoch if self._applied_model else None}
-        await asyncio.to_thread(self.store.put_json, keys.progress(self.run_id), progress)
+        await asyncio.to_thread(self.store.put_json, keys.progress(self.run_id), live)
 
     def _foreach_env(self, method: str, *args: Any) -> None:
         """Call a ``TrainingEnv`` hook on every env of every env runner (between iterations only)."""

@@ -1,0 +1,95 @@
+"""Training throughput against the raw emulator limit on the same cores, in one run.
+
+    python bench/bench_trainer.py [--runners 2] [--iterations 6]
+
+1. Raw limit: R processes, each ticking PyBoy (``tick(frame_skip, False)``) on the test world as fast as it
+   can, side by side: the most env steps/s these cores can emulate.
+2. Training: PPO on Ray RLlib with R env runners (1 emulator each) sampling *and* training; env steps/s
+   measured over iterations after a warm-up iteration.
+Prints both, the ratio (target >= 0.5) and the per-emulator rate against the original design's ~15 steps/s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing as mp
+import os
+import tempfile
+import time
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+
+ORIGINAL_STEPS_PER_S_PER_EMULATOR = 15.0
+
+
+def raw_worker(seconds: float, frame_skip: int, out: mp.Queue) -> None:  # type: ignore[type-arg]
+    from zelda_rlaif.game.emulator import Emulator
+
+    emulator = Emulator()
+    emulator.boot_to_gameplay()
+    steps, deadline = 0, time.perf_counter() + seconds
+    while time.perf_counter() < deadline:
+        for _ in range(100):
+            emulator.pyboy.tick(frame_skip, False)
+        steps += 100
+    out.put(steps / seconds)
+
+
+def raw_limit(processes: int, seconds: float, frame_skip: int) -> float:
+    queue: mp.Queue = mp.Queue()  # type: ignore[type-arg]
+    workers = [mp.Process(target=raw_worker, args=(seconds, frame_skip, queue)) for _ in range(processes)]
+    for worker in workers:
+        worker.start()
+    rates = [queue.get() for _ in workers]
+    for worker in workers:
+        worker.join()
+    return sum(rates)
+
+
+def training_rate(runners: int, iterations: int) -> tuple[float, float]:
+    import ray
+
+    from zelda_trainer import metrics
+    from zelda_trainer.algorithm import build_config
+    from zelda_trainer.settings import TrainerSettings
+
+    ray.init(num_cpus=runners, include_dashboard=False, log_to_driver=False,
+             _temp_dir=tempfile.mkdtemp(prefix="ray-bench-"))
+    settings = TrainerSettings(run_id="bench", num_env_runners=runners, export_fraction=0.0, live_frames=False)
+    algo = build_config(settings, "testworld", 0).build_algo()
+    algo.train()  # warm-up: actor start, first compilation of everything
+    start_steps = metrics.lifetime_env_steps(algo.train())
+    started = time.perf_counter()
+    sample_time = 0.0
+    for _ in range(iterations):
+        result = algo.train()
+        sample_time += float(result.get("timers", {}).get("env_runner_sampling_timer", 0.0))
+    elapsed = time.perf_counter() - started
+    steps = metrics.lifetime_env_steps(result) - start_steps
+    algo.stop()
+    ray.shutdown()
+    return steps / elapsed, (steps / sample_time if sample_time else float("nan"))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runners", type=int, default=2)
+    parser.add_argument("--iterations", type=int, default=6)
+    parser.add_argument("--raw-seconds", type=float, default=10.0)
+    args = parser.parse_args()
+
+    limit = raw_limit(args.runners, args.raw_seconds, frame_skip=4)
+    trained, sampling_only = training_rate(args.runners, args.iterations)
+    per_emulator = trained / args.runners
+    print(f"cores/env runners: {args.runners}, 1 emulator per runner, frame_skip 4, test world")
+    print(f"  raw PyBoy limit (R processes side by side)  {limit:>9.0f} env steps/s")
+    print(f"  PPO sample + train (wall clock)             {trained:>9.0f} env steps/s")
+    print(f"  PPO sampling phase only                     {sampling_only:>9.0f} env steps/s")
+    print(f"ratio training / raw limit                    {trained / limit:.2f}  (target >= 0.5)")
+    print(f"per emulator {per_emulator:.0f} steps/s = {per_emulator / ORIGINAL_STEPS_PER_S_PER_EMULATOR:.0f}x "
+          f"the original design's ~{ORIGINAL_STEPS_PER_S_PER_EMULATOR:.0f} steps/s (target > 10x)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""HTTP and websocket routes of the HUD; ``zelda_hud.app`` collects them."""

@@ -1,0 +1,1 @@
+"""``zelda-rlaif up``: the whole loop on one machine, with no external services."""

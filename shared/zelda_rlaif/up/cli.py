@@ -1,0 +1,73 @@
+"""``zelda-rlaif up``: start every service of the loop on this machine and run E epochs.
+
+Embedded by default: a ``nats-server`` with JetStream on a free port, a ``file://`` object store under the
+run directory, the trainer on a local Ray, three judge kinds (rules backend unless ``--llm-url`` is given),
+the reward-model service and the HUD. External NATS / S3 / LLM endpoints can be given instead.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import socket
+import uuid
+from pathlib import Path
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--run-dir", type=Path, default=Path("runs/local"),
+                        help="where the store, logs and NATS data live (default: runs/local)")
+    parser.add_argument("--run-id", help="run name (default: a new one; --resume reuses the run directory's)")
+    parser.add_argument("--epochs", type=int, default=3, help="epochs of the whole loop (default: 3)")
+    parser.add_argument("--steps-per-epoch", type=int, default=4096, help="env steps per epoch (default: 4096)")
+    parser.add_argument("--env-runners", type=int, default=2, help="Ray env runners (default: 2)")
+    parser.add_argument("--export-fraction", type=float, default=1.0,
+                        help="fraction of episodes exported for judging (default: 1.0; judging is cheap locally)")
+    parser.add_argument("--rom", type=Path, help="play this ROM (e.g. zelda.gbc) instead of the bundled test world")
+    parser.add_argument("--state", type=Path, help="save state to start from (required with the real game)")
+    parser.add_argument("--shaping-mode", choices=["pipelined", "sync"], default="pipelined",
+                        help="pipelined: never idle the emulators; sync: epoch N+1 waits for epoch N's model")
+    parser.add_argument("--llm-url", help="OpenAI-compatible endpoint for the judges (default: rules judges)")
+    parser.add_argument("--llm-model", help="model for all judges (with --llm-url)")
+    parser.add_argument("--nats-url", help="use this NATS instead of an embedded one")
+    parser.add_argument("--store-url", help="use this store (e.g. s3://bucket/prefix; credentials from ZELDA_STORE_*)")
+    parser.add_argument("--hud-port", type=int, default=0, help="HUD port (default: a free one)")
+    parser.add_argument("--resume", action="store_true", help="continue the run in --run-dir from its checkpoint")
+    parser.add_argument("--finish-timeout", type=float, default=600,
+                        help="seconds to wait after training for the last scores and reward model")
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def run(args: argparse.Namespace) -> int:
+    from zelda_rlaif.errors import SettingsError
+    from zelda_rlaif.up.supervisor import UpOptions, run_up
+
+    if args.llm_url and not args.llm_model:
+        raise SettingsError("--llm-url needs --llm-model (the model name the server serves)")
+    if args.rom and not args.state:
+        raise SettingsError("--rom needs --state: a PyBoy save state of that ROM taken in gameplay")
+    run_dir: Path = args.run_dir.resolve()
+    run_file = run_dir / "run.json"
+    if args.resume:
+        if not run_file.exists():
+            raise SettingsError(f"nothing to resume in {run_dir}: run without --resume first")
+        run_id = json.loads(run_file.read_text())["run_id"]
+    else:
+        if run_file.exists() and not args.run_id:
+            raise SettingsError(f"{run_dir} already holds run {json.loads(run_file.read_text())['run_id']}: "
+                                "pass --resume to continue it or --run-dir for a new one")
+        run_id = args.run_id or f"run-{uuid.uuid4().hex[:8]}"
+        run_dir.mkdir(parents=True, exist_ok=True)
+        run_file.write_text(json.dumps({"run_id": run_id}))
+    options = UpOptions(
+        run_id=run_id, run_dir=run_dir, epochs=args.epochs, steps_per_epoch=args.steps_per_epoch,
+        env_runners=args.env_runners, export_fraction=args.export_fraction, rom=args.rom, state=args.state, shaping_mode=args.shaping_mode,
+        llm_url=args.llm_url, llm_model=args.llm_model, nats_url=args.nats_url, store_url=args.store_url,
+        hud_port=args.hud_port or free_port(), resume=args.resume, finish_timeout_s=args.finish_timeout,
+    )
+    return run_up(options)

@@ -1,0 +1,186 @@
+"""Run the services of ``zelda-rlaif up`` as child processes, show progress, stop cleanly, summarise."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from rich.console import Console
+from rich.live import Live
+from rich.table import Table
+
+from zelda_rlaif.bus import Bus
+from zelda_rlaif.embedded_nats import EmbeddedNats
+from zelda_rlaif.errors import ZeldaRlaifError
+from zelda_rlaif.settings import NatsSettings, StoreSettings, load_settings
+from zelda_rlaif.storage import open_store
+from zelda_rlaif.up.processes import ServiceProcess
+from zelda_rlaif.up.summary import build_summary, print_summary
+from zelda_rlaif.up.watch import PipelineWatch
+
+JUDGE_KINDS = ("state", "puzzle", "vision")
+
+
+@dataclass(frozen=True)
+class UpOptions:
+    run_id: str
+    run_dir: Path
+    epochs: int
+    steps_per_epoch: int
+    env_runners: int
+    export_fraction: float
+    rom: Path | None
+    state: Path | None
+    shaping_mode: str
+    llm_url: str | None
+    llm_model: str | None
+    nats_url: str | None
+    store_url: str | None
+    hud_port: int
+    resume: bool
+    finish_timeout_s: float
+
+
+class ServiceFailed(ZeldaRlaifError):
+    pass
+
+
+def service_processes(options: UpOptions, nats_url: str, store_url: str) -> list[ServiceProcess]:
+    logs = options.run_dir / "logs"
+    common = {"ZELDA_NATS_URL": nats_url, "ZELDA_STORE_URL": store_url, "OMP_NUM_THREADS": "1",
+              "RAY_AUTH_MODE": "disabled", "PYTHONUNBUFFERED": "1",
+              "ZELDA_TRAINER_EXPORT_FRACTION": str(options.export_fraction)}
+    judge_env = dict(common)
+    if options.llm_url:
+        judge_env.update({"ZELDA_JUDGE_BACKEND": "openai", "ZELDA_JUDGE_LLM_URL": options.llm_url,
+                          "ZELDA_JUDGE_LLM_MODEL": options.llm_model or ""})
+    trainer_args = ["trainer", "--run-id", options.run_id, "--epochs", str(options.epochs),
+                    "--steps-per-epoch", str(options.steps_per_epoch), "--env-runners", str(options.env_runners),
+                    "--shaping-mode", options.shaping_mode, "--no-progress"]
+    if options.rom:
+        trainer_args += ["--rom", str(options.rom.resolve())]
+    if options.state:
+        trainer_args += ["--state", str(options.state.resolve())]
+    if options.resume:
+        trainer_args.append("--resume")
+    processes = [
+        ServiceProcess(f"judge-{kind}", ["judge", "--kind", kind, "--http-port", "0"], judge_env,
+                       logs / f"judge-{kind}.log")
+        for kind in JUDGE_KINDS
+    ]
+    processes += [
+        ServiceProcess("reward-model", ["reward-model"], common, logs / "reward-model.log"),
+        ServiceProcess("hud", ["hud", "--port", str(options.hud_port), "--run-id", options.run_id], common,
+                       logs / "hud.log"),
+        # SIGINT lets the trainer unwind (stop Ray, close NATS) like a Ctrl-C would.
+        ServiceProcess("trainer", trainer_args, common, logs / "trainer.log", stop_signal=signal.SIGINT),
+    ]
+    return processes
+
+
+def progress_table(options: UpOptions, watch: PipelineWatch, processes: list[ServiceProcess]) -> Table:
+    table = Table(title=f"zelda-rlaif up: run {options.run_id}  HUD http://127.0.0.1:{options.hud_port}/")
+    for column in ("epoch", "env steps", "steps/s", "exported", "judged s/p/v", "scored", "scores ready",
+                   "reward model acc."):
+        table.add_column(column)
+    metrics = watch.metrics
+    epochs = sorted(set(watch.exported) | set(watch.epochs_exported) | ({metrics.epoch} if metrics else set()))
+    for epoch in epochs:
+        live = metrics if metrics and metrics.epoch == epoch else None
+        model = watch.reward_models.get(epoch)
+        accuracy = "-" if model is None or model.validation_accuracy is None else f"{model.validation_accuracy:.2f}"
+        table.add_row(
+            str(epoch), str(live.env_steps) if live else "", f"{live.env_steps_per_s:.0f}" if live else "",
+            str(watch.exported[epoch]),
+            "/".join(str(watch.judged[(epoch, kind)]) for kind in JUDGE_KINDS),
+            str(watch.scored[epoch]), "yes" if epoch in watch.scores_ready else "",
+            accuracy if model else "",
+        )
+    down = [p.name for p in processes if not p.running]
+    table.caption = f"dead letters {watch.dead_letters}" + (f"  stopped: {', '.join(down)}" if down else "")
+    return table
+
+
+async def supervise(options: UpOptions, nats_url: str, store_url: str, console: Console) -> PipelineWatch:
+    bus = await Bus.connect(NatsSettings(url=nats_url), name="zelda-rlaif-up")
+    await bus.provision()
+    watch = PipelineWatch(options.run_id)
+    await watch.start(bus)
+    processes = service_processes(options, nats_url, store_url)
+    for process in processes:
+        process.start()
+    trainer = processes[-1]
+    stop_requested = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    loop.add_signal_handler(signal.SIGINT, stop_requested.set)
+    loop.add_signal_handler(signal.SIGTERM, stop_requested.set)
+    failure: str | None = None
+    try:
+        with Live(progress_table(options, watch, processes), console=console, refresh_per_second=2,
+                  transient=False) as live:
+            finish_deadline: float | None = None
+            first_epoch = min(watch.epochs_exported, default=None)
+            while not stop_requested.is_set():
+                await asyncio.sleep(0.5)
+                live.update(progress_table(options, watch, processes))
+                crashed = [p for p in processes if p is not trainer and not p.running]
+                if crashed:
+                    failure = f"{crashed[0].name} exited with {crashed[0].returncode}; see {crashed[0].log_path}"
+                    break
+                if trainer.running:
+                    continue
+                if trainer.returncode != 0:
+                    failure = f"the trainer exited with {trainer.returncode}; see {trainer.log_path}"
+                    break
+                first_epoch = min(watch.epochs_exported, default=0)
+                epochs = list(range(first_epoch, first_epoch + options.epochs))
+                if finish_deadline is None:
+                    finish_deadline = time.monotonic() + options.finish_timeout_s
+                if watch.loop_closed(epochs):
+                    break
+                if time.monotonic() > finish_deadline:
+                    failure = (f"training finished but the judges/reward model did not close every epoch within "
+                               f"{options.finish_timeout_s:.0f}s; see the logs in {options.run_dir / 'logs'}")
+                    break
+    finally:
+        loop.remove_signal_handler(signal.SIGINT)
+        loop.remove_signal_handler(signal.SIGTERM)
+        # The trainer first (it may be checkpointing), then the consumers, the HUD last.
+        for process in sorted(processes, key=lambda p: (p.name != "trainer", p.name == "hud")):
+            process.stop()
+        await asyncio.sleep(0.3)  # let the last events arrive
+        await watch.stop()
+        await bus.close()
+    if stop_requested.is_set():
+        console.print("[yellow]stopped by request; every service shut down. Continue with --resume.[/]")
+    if failure:
+        for process in processes:
+            if process.returncode not in (0, None, -signal.SIGTERM, -signal.SIGINT, 130):
+                console.print(f"[red]{process.name}[/] log tail:\n{process.log_tail()}")
+        raise ServiceFailed(failure)
+    return watch
+
+
+def run_up(options: UpOptions) -> int:
+    console = Console()
+    embedded: EmbeddedNats | None = None
+    nats_url = options.nats_url
+    if nats_url is None:
+        embedded = EmbeddedNats(options.run_dir / "nats")
+        nats_url = embedded.start()
+    store_url = options.store_url or (options.run_dir / "store").as_uri()
+    store = open_store(load_settings(StoreSettings, url=store_url), create_bucket=True)
+    console.print(f"run [bold]{options.run_id}[/] in {options.run_dir}")
+    console.print(f"HUD: [bold]http://127.0.0.1:{options.hud_port}/[/]   NATS: {nats_url}   store: {store.url}")
+    try:
+        watch = asyncio.run(supervise(options, nats_url, store_url, console))
+    finally:
+        if embedded is not None:
+            embedded.stop()
+    summary = build_summary(options.run_id, options.run_dir, store, watch, options.hud_port)
+    (options.run_dir / "summary.json").write_text(summary.model_dump_json(indent=2))
+    print_summary(summary, console)
+    return 0
