@@ -17,11 +17,11 @@ import time
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
-import numpy as np  # noqa: E402
+import numpy as np
 
-from zelda_rlaif.game.config import EnvConfig  # noqa: E402
-from zelda_rlaif.game.env import ZeldaEnv  # noqa: E402
-from zelda_rlaif.game.rewards.config import RewardConfig  # noqa: E402
+from zelda_rlaif.game.config import EnvConfig
+from zelda_rlaif.game.env import ZeldaEnv
+from zelda_rlaif.game.rewards.config import RewardConfig
 
 
 def rate(fn, steps: int) -> float:  # type: ignore[no-untyped-def]

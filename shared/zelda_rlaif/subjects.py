@@ -127,6 +127,13 @@ def judge_epoch_consumer(kind: JudgeKind) -> ConsumerSpec[EpochExported]:
     return ConsumerSpec(f"judge-{kind.value}-epochs", PIPELINE_STREAM, EPOCH_EXPORTED, EPOCH_EXPORTED.subject)
 
 
+def judge_dead_letter_consumer(kind: JudgeKind) -> ConsumerSpec[DeadLetter]:
+    """Dead letters of ``segment.exported``: each judge kind durably records the segments it gave up on, so
+    the epoch can still close even if the replica that dead-lettered one died right after."""
+    return ConsumerSpec(f"judge-{kind.value}-deadletters", DEADLETTER_STREAM, DEAD_LETTER,
+                        dead_letter_subject(SEGMENT_EXPORTED.subject))
+
+
 REWARD_MODEL_CONSUMER = ConsumerSpec("reward-model", PIPELINE_STREAM, SCORES_READY, SCORES_READY.subject,
                                      ack_wait=timedelta(minutes=10))
 TRAINER_MODEL_CONSUMER = ConsumerSpec("trainer-reward-models", PIPELINE_STREAM, REWARD_MODEL_UPDATED,

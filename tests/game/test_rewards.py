@@ -28,7 +28,7 @@ def act(env: ZeldaEnv, action: Action) -> Step:
 
 
 def state(env: ZeldaEnv) -> dict[str, Any]:
-    return env.unwrapped._info({})["state"]
+    return env._info({})["state"]
 
 
 def hold(env: ZeldaEnv, action: Action, until: Callable[[dict[str, Any]], bool], limit: int = 200) -> list[Step]:
@@ -167,9 +167,9 @@ class ObservationX:
 def test_potential_based_shaping_uses_gamma(env: ZeldaEnv) -> None:
     assert "shaping" not in act(env, Action.RIGHT)[1]  # off until a model is loaded
     env.set_potential(ObservationX())
-    before = env.unwrapped._obs[0]
+    before = env._obs[0]
     _, components, _ = act(env, Action.RIGHT)
-    after = env.unwrapped._obs[0]
+    after = env._obs[0]
     assert components["shaping"] == pytest.approx(0.99 * after - before, abs=1e-6)
     assert components["shaping"] > 0
 

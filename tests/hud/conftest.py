@@ -12,6 +12,7 @@ from typing import Any
 import httpx
 import pytest
 from PIL import Image, ImageDraw
+
 from zelda_hud.server import build_server
 from zelda_hud.settings import HudSettings
 from zelda_rlaif.bus import Bus

@@ -10,6 +10,8 @@ import pytest
 import websockets
 from nats.js.api import AckPolicy
 from pydantic import SecretStr
+
+from tests.hud.conftest import HudServer, game_screen, wait_until
 from zelda_hud.server import uvicorn_config
 from zelda_hud.settings import HudSettings
 from zelda_rlaif.bus import Bus
@@ -23,8 +25,6 @@ from zelda_rlaif.subjects import (
     PIPELINE_STREAM,
     live_frame_subject,
 )
-
-from tests.hud.conftest import HudServer, game_screen, wait_until
 
 TOKEN = "a-test-token-that-is-long-enough"
 

@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 from playwright.async_api import Browser, async_playwright, expect
 from pydantic import SecretStr
+
+from tests.hud.conftest import HudServer, game_screen
 from zelda_hud.settings import HudSettings
 from zelda_rlaif.bus import Bus
 from zelda_rlaif.events import (
@@ -41,8 +43,6 @@ from zelda_rlaif.subjects import (
     dead_letter_subject,
     live_frame_subject,
 )
-
-from tests.hud.conftest import HudServer, game_screen
 
 CHROMIUM = "/usr/bin/chromium"
 NO_VALUE = "\u2013"  # the dash the page shows before a value arrives

@@ -12,12 +12,12 @@ from pathlib import Path
 
 import httpx
 import pytest
+
+from tests.hud.conftest import wait_until
 from zelda_hud.settings import HudSettings
 from zelda_rlaif.cli import main
 from zelda_rlaif.errors import SettingsError
 from zelda_rlaif.settings import NatsSettings, load_settings
-
-from tests.hud.conftest import wait_until
 
 
 def free_port() -> int:

@@ -6,6 +6,7 @@ import asyncio
 import json
 
 import pytest
+
 from zelda_hud import wire
 from zelda_hud.fanout import ClientChannel, Fanout, SlowClient
 

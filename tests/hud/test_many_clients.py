@@ -12,12 +12,12 @@ from collections.abc import Iterator
 import httpx
 import pytest
 import websockets
+
+from tests.hud.conftest import HudServer, game_screen, noise_png, wait_until
 from zelda_hud.settings import HudSettings
 from zelda_rlaif.bus import Bus
 from zelda_rlaif.events import LiveFrame
 from zelda_rlaif.subjects import live_frame_subject
-
-from tests.hud.conftest import HudServer, game_screen, noise_png, wait_until
 
 FAST_CLIENTS = 50
 ROUNDS = 5

@@ -7,6 +7,7 @@ import json
 from datetime import timedelta
 
 from nats.aio.msg import Msg
+
 from zelda_rlaif.bus import Bus, Delivery, PermanentFailure, run_consumer
 from zelda_rlaif.events import DeadLetter, EpochExported
 from zelda_rlaif.settings import NatsSettings

@@ -6,6 +6,7 @@ import asyncio
 
 import pytest
 from pydantic import ValidationError
+
 from zelda_rlaif.bus import Bus
 from zelda_rlaif.events import (
     DeadLetter,

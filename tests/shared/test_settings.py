@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from zelda_rlaif.errors import SettingsError
 from zelda_rlaif.settings import LogSettings, NatsSettings, StoreSettings, load_settings
 

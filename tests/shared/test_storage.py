@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
 from zelda_rlaif.errors import ObjectNotFound, SettingsError, StoreError
 from zelda_rlaif.settings import StoreSettings, load_settings
 from zelda_rlaif.storage import ObjectStore, keys, open_store

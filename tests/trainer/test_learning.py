@@ -40,6 +40,7 @@ def test_trained_policy_explores_more_rooms_than_random(ray_local: None) -> None
         while metrics.lifetime_env_steps(algo.train()) < TRAIN_STEPS:
             pass
         module = algo.get_module()
+        assert module is not None
     finally:
         algo.stop()
 

@@ -8,6 +8,7 @@ from statistics import fmean
 from typing import Any
 
 from pydantic import ValidationError
+
 from zelda_rlaif.events import SegmentScored
 from zelda_rlaif.storage import ObjectStore, keys
 

@@ -17,12 +17,12 @@ from nats.aio.msg import Msg
 from nats.errors import Error as NatsError
 from nats.js import api
 from nats.js.errors import NotFoundError
-from zelda_rlaif.bus import Bus
-from zelda_rlaif.errors import BusError
-from zelda_rlaif.subjects import LIVE_FRAMES, LIVE_GUIDANCE, LIVE_METRICS, STREAMS, StreamSpec
 
 from zelda_hud.hub import Hub
 from zelda_hud.settings import HudSettings
+from zelda_rlaif.bus import Bus
+from zelda_rlaif.errors import BusError
+from zelda_rlaif.subjects import LIVE_FRAMES, LIVE_GUIDANCE, LIVE_METRICS, STREAMS, StreamSpec
 
 log = logging.getLogger(__name__)
 

@@ -15,6 +15,12 @@ from datetime import UTC, datetime
 from typing import Any
 
 from pydantic import ValidationError
+
+from zelda_hud import wire
+from zelda_hud.fanout import ClientChannel, Fanout
+from zelda_hud.runs import Limits, RunTracker, RunView, dead_letter_summary
+from zelda_hud.settings import HudSettings
+from zelda_hud.telemetry import Telemetry
 from zelda_rlaif.events import (
     DeadLetter,
     EpochExported,
@@ -41,12 +47,6 @@ from zelda_rlaif.subjects import (
     SEGMENT_SCORED,
     Topic,
 )
-
-from zelda_hud import wire
-from zelda_hud.fanout import ClientChannel, Fanout
-from zelda_hud.runs import Limits, RunTracker, RunView, dead_letter_summary
-from zelda_hud.settings import HudSettings
-from zelda_hud.telemetry import Telemetry
 
 log = logging.getLogger(__name__)
 

@@ -6,13 +6,13 @@ import socket
 from typing import Any
 
 import uvicorn
-from zelda_rlaif.errors import ZeldaRlaifError
-from zelda_rlaif.logs import configure_logging
-from zelda_rlaif.settings import load_settings
 
 from zelda_hud.app import create_app
 from zelda_hud.auth import redact_tokens_in_server_logs
 from zelda_hud.settings import HudSettings
+from zelda_rlaif.errors import ZeldaRlaifError
+from zelda_rlaif.logs import configure_logging
+from zelda_rlaif.settings import load_settings
 
 
 class CannotListen(ZeldaRlaifError):

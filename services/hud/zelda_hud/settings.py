@@ -6,6 +6,7 @@ import ipaddress
 
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
 from zelda_rlaif.events import RunId
 from zelda_rlaif.settings import LogSettings, NatsSettings, StoreSettings, refuse_placeholder
 

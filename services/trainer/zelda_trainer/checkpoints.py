@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
+
 from zelda_rlaif.storage import ObjectStore, keys
 
 log = logging.getLogger(__name__)

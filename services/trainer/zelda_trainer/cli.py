@@ -29,7 +29,6 @@ def run(args: argparse.Namespace) -> int:
 
     from zelda_rlaif.logs import configure_logging
     from zelda_rlaif.settings import load_settings
-
     from zelda_trainer.settings import TrainerSettings
     from zelda_trainer.training import Trainer
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from PIL import Image
+
 from zelda_rlaif.segments import GameState, SegmentManifest, StepRecord
 from zelda_rlaif.storage import ObjectStore, keys
 

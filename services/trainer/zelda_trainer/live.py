@@ -15,11 +15,11 @@ import threading
 import time
 
 import numpy as np
+
 from zelda_rlaif.bus import Bus
 from zelda_rlaif.events import LiveFrame
 from zelda_rlaif.settings import NatsSettings
 from zelda_rlaif.subjects import live_frame_subject
-
 from zelda_trainer.export import encode_png
 
 log = logging.getLogger(__name__)

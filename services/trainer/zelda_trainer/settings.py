@@ -14,6 +14,7 @@ from pathlib import Path
 
 from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
 from zelda_rlaif.game.rewards.config import RewardConfig
 from zelda_rlaif.settings import LogSettings, NatsSettings, StoreSettings
 

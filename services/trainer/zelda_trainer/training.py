@@ -27,7 +27,6 @@ from zelda_rlaif.logs import log_context
 from zelda_rlaif.segments import SegmentManifest
 from zelda_rlaif.storage import ObjectStore, keys, open_store
 from zelda_rlaif.subjects import EPOCH_EXPORTED, LIVE_METRICS, SEGMENT_EXPORTED
-
 from zelda_trainer import checkpoints, metrics
 from zelda_trainer.progress import ConsoleProgress
 from zelda_trainer.reward_models import LoadedModel, RewardModelFollower

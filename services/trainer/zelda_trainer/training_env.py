@@ -13,11 +13,11 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
+
 from zelda_rlaif.game.config import EnvConfig
 from zelda_rlaif.game.env import ZeldaEnv
 from zelda_rlaif.settings import NatsSettings, StoreSettings, load_settings
 from zelda_rlaif.storage import open_store
-
 from zelda_trainer.export import ExportPlan, SegmentExporter
 from zelda_trainer.live import LiveFramePublisher
 

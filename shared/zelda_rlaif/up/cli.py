@@ -66,7 +66,8 @@ def run(args: argparse.Namespace) -> int:
         run_file.write_text(json.dumps({"run_id": run_id}))
     options = UpOptions(
         run_id=run_id, run_dir=run_dir, epochs=args.epochs, steps_per_epoch=args.steps_per_epoch,
-        env_runners=args.env_runners, export_fraction=args.export_fraction, rom=args.rom, state=args.state, shaping_mode=args.shaping_mode,
+        env_runners=args.env_runners, export_fraction=args.export_fraction, rom=args.rom, state=args.state,
+        shaping_mode=args.shaping_mode,
         llm_url=args.llm_url, llm_model=args.llm_model, nats_url=args.nats_url, store_url=args.store_url,
         hud_port=args.hud_port or free_port(), resume=args.resume, finish_timeout_s=args.finish_timeout,
     )

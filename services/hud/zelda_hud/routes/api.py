@@ -6,10 +6,10 @@ import asyncio
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, HTTPException, Path, status
-from zelda_rlaif.errors import ObjectNotFound
 
 from zelda_hud.epochs import list_epochs, read_scores
 from zelda_hud.routes.deps import HubDep, RunIdDep, StoreDep, require_token
+from zelda_rlaif.errors import ObjectNotFound
 
 router = APIRouter(prefix="/api", dependencies=[Depends(require_token)])
 

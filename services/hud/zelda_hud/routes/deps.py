@@ -6,13 +6,13 @@ import asyncio
 from typing import Annotated
 
 from fastapi import Depends, HTTPException, Query, Request, status
-from zelda_rlaif.errors import StoreError
-from zelda_rlaif.events import RunId
-from zelda_rlaif.storage import ObjectStore, open_store
 
 from zelda_hud.auth import TOKEN_HELP, token_accepted
 from zelda_hud.hub import Hub
 from zelda_hud.settings import HudSettings
+from zelda_rlaif.errors import StoreError
+from zelda_rlaif.events import RunId
+from zelda_rlaif.storage import ObjectStore, open_store
 
 
 def get_settings(request: Request) -> HudSettings:

@@ -156,11 +156,6 @@ static void bcd_counter_add(volatile uint8_t *counter, uint8_t amount, uint8_t m
     counter[1] = hi;
 }
 
-static volatile uint8_t *enemy_slot(uint8_t i)
-{
-    return &wEnemySlots[i * ENEMY_SLOT_SIZE];
-}
-
 static void enemy_new_course(uint8_t i)
 {
     uint8_t r = random8();
@@ -183,8 +178,8 @@ static void enter_room(uint8_t group, uint8_t room, uint8_t x, uint8_t y)
     for (i = 0; i < MAX_ENEMIES * ENEMY_SLOT_SIZE; i++)
         wEnemySlots[i] = 0;
     /* Enemies come back whenever the room is entered again, as in Zelda. */
-    for (i = 0; i < room_enemy_count; i++) {
-        slot = enemy_slot(i);
+    slot = wEnemySlots;
+    for (i = 0; i < room_enemy_count; i++, slot += ENEMY_SLOT_SIZE) {
         slot[ENEMY_ACTIVE] = 1;
         slot[ENEMY_X] = (uint8_t)(room_enemy_col[i] * CELL_SIZE + CELL_SIZE / 2);
         slot[ENEMY_Y] = (uint8_t)(room_enemy_row[i] * CELL_SIZE + CELL_SIZE / 2);
@@ -274,10 +269,11 @@ static void collect_item(void)
 
 static uint8_t player_overlaps_cell(uint8_t col, uint8_t row)
 {
-    uint8_t x = wPlayerX, y = wPlayerY;
+    /* All sums stay below 256 inside a 160x128 room, so 8-bit arithmetic is exact. */
+    uint8_t x = (uint8_t)(wPlayerX + HIT_HI), y = (uint8_t)(wPlayerY + HIT_HI);
     uint8_t left = (uint8_t)(col * CELL_SIZE), top = (uint8_t)(row * CELL_SIZE);
-    return x + HIT_HI >= left && x <= left + CELL_SIZE - 1 + HIT_LO && y + HIT_HI >= top &&
-           y <= top + CELL_SIZE - 1 + HIT_LO;
+    return (uint8_t)(x - left) < (uint8_t)(CELL_SIZE + HIT_LO + HIT_HI) &&
+           (uint8_t)(y - top) < (uint8_t)(CELL_SIZE + HIT_LO + HIT_HI);
 }
 
 /* Events of the cells the player stands on: warps and switches by the centre (you must step
@@ -378,6 +374,8 @@ static void move_player(uint8_t keys)
 {
     uint8_t horizontal = 0xFF, vertical = 0xFF, mode;
 
+    if (!(keys & (KEY_UP | KEY_DOWN | KEY_LEFT | KEY_RIGHT)))
+        return;
     update_facing(keys);
     /* Opposite directions cancel out. */
     if ((keys & (KEY_LEFT | KEY_RIGHT)) == KEY_RIGHT)
@@ -426,10 +424,11 @@ static uint8_t enemy_box_free(uint8_t cx, uint8_t cy)
 static void update_enemies(void)
 {
     uint8_t i, d, nx, ny;
-    volatile uint8_t *slot;
+    volatile uint8_t *slot = wEnemySlots;
 
-    for (i = 0; i < MAX_ENEMIES; i++) {
-        slot = enemy_slot(i);
+    if (!wNumEnemies)
+        return;
+    for (i = 0; i < MAX_ENEMIES; i++, slot += ENEMY_SLOT_SIZE) {
         if (!slot[ENEMY_ACTIVE])
             continue;
         if (!--enemy_timer[i])
@@ -455,10 +454,9 @@ static void sword_hits(void)
     uint8_t i, d = wPlayerDir;
     uint8_t sx = (uint8_t)(wPlayerX + dir_dx[d] * SWORD_REACH);
     uint8_t sy = (uint8_t)(wPlayerY + dir_dy[d] * SWORD_REACH);
-    volatile uint8_t *slot;
+    volatile uint8_t *slot = wEnemySlots;
 
-    for (i = 0; i < MAX_ENEMIES; i++) {
-        slot = enemy_slot(i);
+    for (i = 0; i < MAX_ENEMIES; i++, slot += ENEMY_SLOT_SIZE) {
         if (slot[ENEMY_ACTIVE] && absdiff(sx, slot[ENEMY_X]) <= SWORD_HIT_RANGE &&
             absdiff(sy, slot[ENEMY_Y]) <= SWORD_HIT_RANGE) {
             slot[ENEMY_ACTIVE] = 0;
@@ -472,12 +470,11 @@ static void sword_hits(void)
 static void check_enemy_contact(void)
 {
     uint8_t i, x = wPlayerX, y = wPlayerY;
-    volatile uint8_t *slot;
+    volatile uint8_t *slot = wEnemySlots;
 
-    if (wInvincibleTimer)
+    if (wInvincibleTimer || !wNumEnemies)
         return;
-    for (i = 0; i < MAX_ENEMIES; i++) {
-        slot = enemy_slot(i);
+    for (i = 0; i < MAX_ENEMIES; i++, slot += ENEMY_SLOT_SIZE) {
         if (slot[ENEMY_ACTIVE] && absdiff(x, slot[ENEMY_X]) < CONTACT_RANGE &&
             absdiff(y, slot[ENEMY_Y]) < CONTACT_RANGE) {
             wHealth = wHealth > CONTACT_DAMAGE ? (uint8_t)(wHealth - CONTACT_DAMAGE) : 0;
@@ -498,7 +495,8 @@ static void respawn(void)
     screen_request_hud();
 }
 
-static void game_frame(uint8_t keys)
+/* One game step; returns 0 when the game is frozen (menu or text box), so nothing moved. */
+static uint8_t game_frame(uint8_t keys)
 {
     /* Menu, text and actions react to new presses only, so a held button never toggles twice. */
     uint8_t pressed = keys & (uint8_t)~prev_keys;
@@ -512,19 +510,19 @@ static void game_frame(uint8_t keys)
             wMenuOpen = 0;
             screen_show_window(WINDOW_NONE);
         }
-        return;
+        return 0;
     }
     if (wTextActive) {
         if (pressed & KEY_A) {
             wTextActive = 0;
             screen_show_window(WINDOW_NONE);
         }
-        return;
+        return 0;
     }
     if (pressed & KEY_START) {
         wMenuOpen = 1;
         screen_show_window(WINDOW_MENU);
-        return;
+        return 0;
     }
 
     wFrameCounter++;
@@ -538,7 +536,7 @@ static void game_frame(uint8_t keys)
     } else if ((pressed & KEY_A) && facing_cell() == CELL_NPC) {
         wTextActive = 1;
         screen_show_window(WINDOW_TEXT);
-        return;
+        return 0;
     } else {
         move_player(keys);
     }
@@ -551,6 +549,7 @@ static void game_frame(uint8_t keys)
         bcd_counter_add(wDeathCounter, 0x01, DEATHS_MAX_HI);
         respawn();
     }
+    return 1;
 }
 
 static void draw_sprites(void)
@@ -561,7 +560,7 @@ static void draw_sprites(void)
     static const uint8_t sword_flags[4] = {0, 0, OAM_FLAG_YFLIP, OAM_FLAG_XFLIP};
     uint8_t i, d = wPlayerDir, x = wPlayerX, y = wPlayerY;
     int16_t sx, sy;
-    volatile uint8_t *slot;
+    volatile uint8_t *slot = wEnemySlots;
 
     sprites_begin();
     /* Blink while invincible. */
@@ -573,8 +572,7 @@ static void draw_sprites(void)
         if (sx >= 8 && sx < ROOM_COLS * CELL_SIZE && sy >= 0 && sy < ROOM_ROWS * CELL_SIZE)
             sprite16((uint8_t)sx, (uint8_t)sy, sword_block[d], sword_flags[d]);
     }
-    for (i = 0; i < MAX_ENEMIES; i++) {
-        slot = enemy_slot(i);
+    for (i = 0; i < MAX_ENEMIES; i++, slot += ENEMY_SLOT_SIZE) {
         if (slot[ENEMY_ACTIVE])
             sprite16(slot[ENEMY_X], slot[ENEMY_Y], (wFrameCounter & 16) ? BLK_ENEMY_B : BLK_ENEMY_A, 0);
     }
@@ -607,7 +605,7 @@ void main(void)
         wait_vblank();
         screen_vblank();
         wait_game_step();
-        game_frame(read_joypad());
-        draw_sprites();
+        if (game_frame(read_joypad()))
+            draw_sprites();
     }
 }

@@ -33,8 +33,9 @@ static uint8_t window_mode;
 static uint8_t cell_count;
 static uint8_t cell_cols[MAX_CELL_UPDATES];
 static uint8_t cell_rows[MAX_CELL_UPDATES];
-static uint8_t oam_used;
-static uint8_t oam_used_last;
+static uint8_t *oam_next;
+static uint8_t *oam_end_last;
+static uint8_t oam_dirty;
 
 static uint8_t lcdc_value(void)
 {
@@ -198,7 +199,11 @@ void screen_vblank(void)
 {
     uint8_t i;
 
-    oam_dma();
+    /* Frozen frames (menu, text box) leave the sprites alone: skip the copy. */
+    if (oam_dirty) {
+        oam_dma();
+        oam_dirty = 0;
+    }
     if (room_pending || window_pending == WINDOW_TEXT || window_pending == WINDOW_MENU) {
         /* Called right after the VBlank interrupt, so the LCD may be switched off now. */
         rLCDC = 0;
@@ -261,38 +266,39 @@ void screen_show_window(uint8_t mode)
 
 void sprites_begin(void)
 {
-    oam_used = 0;
+    oam_next = shadow_oam;
 }
 
 /* A 16x16 object centred on playfield pixel (cx, cy), as two 8x16 sprites. */
 void sprite16(uint8_t cx, uint8_t cy, uint8_t block, uint8_t flags)
 {
-    uint8_t *e = &shadow_oam[oam_used << 2];
+    uint8_t *e = oam_next;
     uint8_t t = (uint8_t)(block << 2);
     /* OAM coordinates are offset by (8, 16); the playfield starts HUD_ROWS tiles down. */
     uint8_t y = (uint8_t)(cy + 16 + HUD_ROWS * 8 - 8);
     uint8_t left = t, right = (uint8_t)(t + 2);
 
     if (flags & OAM_FLAG_XFLIP) {
-        left = (uint8_t)(t + 2);
+        left = right;
         right = t;
     }
-    e[0] = y;
-    e[1] = cx;
-    e[2] = left;
-    e[3] = flags;
-    e[4] = y;
-    e[5] = (uint8_t)(cx + 8);
-    e[6] = right;
-    e[7] = flags;
-    oam_used += 2;
+    *e++ = y;
+    *e++ = cx;
+    *e++ = left;
+    *e++ = flags;
+    *e++ = y;
+    *e++ = (uint8_t)(cx + 8);
+    *e++ = right;
+    *e++ = flags;
+    oam_next = e;
 }
 
 void sprites_end(void)
 {
-    uint8_t i;
+    uint8_t *e;
     /* Hide the entries used last frame but not this one (y = 0 is off-screen). */
-    for (i = oam_used; i < oam_used_last; i++)
-        shadow_oam[i << 2] = 0;
-    oam_used_last = oam_used;
+    for (e = oam_next; e < oam_end_last; e += 4)
+        *e = 0;
+    oam_end_last = oam_next;
+    oam_dirty = 1;
 }
