@@ -122,10 +122,17 @@ def load_settings(settings_cls: type[S], **overrides: Any) -> S:
         for error in exc.errors():
             loc = tuple(error.get("loc", ()))
             value = error.get("input")
-            shown = "" if isinstance(value, dict) or value is None else f" (got {str(value)[:60]!r})"
+            secret = _is_secret(owner, loc)
+            shown = "" if secret or isinstance(value, dict) or value is None else f" (got {str(value)[:60]!r})"
             message = str(error.get("msg", "invalid")).removeprefix("Value error, ")
             problems.append(f"{_env_name(owner, loc)}: {message}{shown}" if loc else message)
         raise SettingsError("invalid configuration: " + "; ".join(problems)) from None
+
+
+def _is_secret(settings_cls: type[BaseSettings], loc: tuple[int | str, ...]) -> bool:
+    """Whether the field at ``loc`` holds a secret, whose value must never appear in an error message."""
+    field = settings_cls.model_fields.get(str(loc[0])) if loc else None
+    return field is not None and "SecretStr" in str(field.annotation)
 
 
 def _settings_classes(root: type[BaseSettings]) -> list[type[BaseSettings]]:

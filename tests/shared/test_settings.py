@@ -26,6 +26,14 @@ def test_placeholder_secret_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
         load_settings(StoreSettings)
 
 
+def test_a_rejected_secret_is_not_echoed(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ZELDA_NATS_URL", "nats://localhost:4222")
+    monkeypatch.setenv("ZELDA_NATS_TOKEN", "<my-real-token>")
+    with pytest.raises(SettingsError, match="ZELDA_NATS_TOKEN") as caught:
+        load_settings(NatsSettings)
+    assert "my-real-token" not in str(caught.value)
+
+
 def test_secrets_are_never_shown(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ZELDA_STORE_URL", "s3://bucket")
     monkeypatch.setenv("ZELDA_STORE_S3_ACCESS_KEY", "AKIAREALKEY")
