@@ -136,5 +136,8 @@ def judge_dead_letter_consumer(kind: JudgeKind) -> ConsumerSpec[DeadLetter]:
 
 REWARD_MODEL_CONSUMER = ConsumerSpec("reward-model", PIPELINE_STREAM, SCORES_READY, SCORES_READY.subject,
                                      ack_wait=timedelta(minutes=10))
-TRAINER_MODEL_CONSUMER = ConsumerSpec("trainer-reward-models", PIPELINE_STREAM, REWARD_MODEL_UPDATED,
-                                      REWARD_MODEL_UPDATED.subject)
+
+
+def trainer_model_consumer(run_id: str) -> ConsumerSpec[RewardModelUpdated]:
+    """One durable per run: a trainer follows its own run's reward models and nobody else's."""
+    return ConsumerSpec(f"trainer-{run_id}", PIPELINE_STREAM, REWARD_MODEL_UPDATED, REWARD_MODEL_UPDATED.subject)

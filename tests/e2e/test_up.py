@@ -33,9 +33,9 @@ def test_up_runs_two_epochs_and_closes_the_loop(tmp_path: Path) -> None:
         "ZELDA_TRAINER_PPO_TRAIN_BATCH_SIZE": "1024",
         "ZELDA_TRAINER_PPO_MINIBATCH_SIZE": "256",
         "ZELDA_TRAINER_FRAME_EVERY": "20",
-        # Early random play scores close together: prefer by small differences so pairs are decisive.
-        "ZELDA_REWARD_MODEL_PREFERENCE_MARGIN": "0.01",
-        "ZELDA_REWARD_MODEL_TIE_BAND": "0.003",
+        # The loop's plumbing is under test here, not learning quality (tests/reward_model covers that): with
+        # ~20 near-identical random-play segments, validation accuracy is a coin flip around 0.6.
+        "ZELDA_REWARD_MODEL_MIN_VALIDATION_ACCURACY": "0",
     }
     result = subprocess.run(
         [sys.executable, "-m", "zelda_rlaif.cli", "up", "--run-dir", str(run_dir), "--run-id", "e2e",

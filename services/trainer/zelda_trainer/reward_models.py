@@ -9,12 +9,11 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass
-from datetime import timedelta
 
 from zelda_rlaif.bus import Bus, Delivery, run_consumer
 from zelda_rlaif.events import RewardModelUpdated
 from zelda_rlaif.storage import ObjectStore, keys
-from zelda_rlaif.subjects import PIPELINE_STREAM, REWARD_MODEL_UPDATED, ConsumerSpec
+from zelda_rlaif.subjects import trainer_model_consumer
 
 log = logging.getLogger(__name__)
 
@@ -34,8 +33,7 @@ class RewardModelFollower:
         self.newest: LoadedModel | None = None
         self.updates: dict[int, RewardModelUpdated] = {}  # by the epoch the update answered
         self._changed = asyncio.Condition()
-        self.spec = ConsumerSpec(f"trainer-{run_id}", PIPELINE_STREAM, REWARD_MODEL_UPDATED,
-                                 REWARD_MODEL_UPDATED.subject, ack_wait=timedelta(seconds=60))
+        self.spec = trainer_model_consumer(run_id)
 
     async def run(self, stop: asyncio.Event) -> None:
         await run_consumer(self.bus, self.spec, self._handle, stop)

@@ -704,27 +704,26 @@ static const uint8_t font[FONT_COUNT * 8] = {
     0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,  /* _ */
 };
 
-static uint8_t shade(char c)
-{
-    switch (c) {
-    case '+': return 1;
-    case 'o': return 2;
-    case '#': return 3;
-    default: return 0;
-    }
-}
+/* Colour index of each art character (a table: this runs for every pixel at boot). */
+static const uint8_t shade[128] = {['+'] = 1, ['o'] = 2, ['#'] = 3};
 
 /* One 8x8 tile from art whose rows are `stride` characters apart. */
 static volatile uint8_t *art_to_tile(const char *art, uint8_t stride, volatile uint8_t *dst)
 {
+    const char *p;
     uint8_t row, col, lo, hi, v;
     for (row = 0; row < 8; row++) {
         lo = 0;
         hi = 0;
+        p = art;
         for (col = 0; col < 8; col++) {
-            v = shade(art[col]);
-            lo = (uint8_t)((lo << 1) | (v & 1));
-            hi = (uint8_t)((hi << 1) | (v >> 1));
+            v = shade[(uint8_t)*p++];
+            lo <<= 1;
+            hi <<= 1;
+            if (v & 1)
+                lo |= 1;
+            if (v & 2)
+                hi |= 1;
         }
         *dst++ = lo;
         *dst++ = hi;

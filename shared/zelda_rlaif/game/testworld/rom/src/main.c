@@ -1,10 +1,11 @@
 /*
  * The test world's game rules and main loop.
  *
- * Each frame the CPU sleeps in `halt` until VBlank, applies the screen changes recorded by the
- * previous frame, then reads the joypad and runs one step of the game. Everything the outside
- * world observes lives in the fixed WRAM table (wram.h); nothing depends on uninitialised RAM
- * or timing, so the same inputs from power-on always give the same RAM.
+ * The CPU spends most of each frame in `halt` (that is what makes PyBoy fast): VBlank wakes it to
+ * apply the screen changes recorded by the last step, line 1 wakes it to read the joypad and run
+ * one game step. Everything the outside world observes lives in the fixed WRAM table (wram.h);
+ * nothing depends on uninitialised RAM or timing, so the same inputs from power-on always give
+ * the same RAM.
  */
 #include <stdint.h>
 

@@ -1,3 +1,4 @@
+/* VRAM and OAM work (see screen.h). */
 #include <stdint.h>
 
 #include "gfx.h"
@@ -8,8 +9,11 @@
 
 #define OAM_ENTRIES 40
 #define NO_REQUEST  0xFF
-#define MAX_CELL_UPDATES 8
+/* At most 3 cells change at once (switch + bars), ~250 cycles each; more would overrun VBlank,
+ * so a larger batch falls back to a full redraw. */
+#define MAX_CELL_UPDATES 3
 #define SCREEN_COLS 20
+#define HUD_COLS    12 /* hearts in row 0, rupees/keys/sword in row 1 fit in columns 0-11 */
 
 /* Page-aligned for OAM DMA; crt0's DMA routine hard-codes page $CE. */
 static __at(0xCE00) uint8_t shadow_oam[OAM_ENTRIES * 4];
@@ -28,6 +32,9 @@ static const char npc_line3[] = "THE EAST GATE.";
 
 static uint8_t room_pending;
 static uint8_t hud_pending;
+/* The HUD's tiles (BG rows 0-1, columns 0..HUD_COLS-1), prepared during the game step so that
+ * VBlank only has to copy them. */
+static uint8_t hud_tiles[2 * HUD_COLS];
 static uint8_t window_pending;
 static uint8_t window_mode;
 static uint8_t cell_count;
@@ -58,12 +65,27 @@ static void draw_cell(uint8_t col, uint8_t row)
     p[MAP_STRIDE + 1] = (uint8_t)(t + 3);
 }
 
+/* Runs with the LCD off; kept lean because every extra frame it takes is a frame without a
+ * game step. Plain (non-volatile) pointers are fine for VRAM here: every store is kept, and
+ * SDCC generates much tighter code for them. */
 static void draw_room(void)
 {
-    uint8_t col, row;
-    for (row = 0; row < ROOM_ROWS; row++)
-        for (col = 0; col < ROOM_COLS; col++)
-            draw_cell(col, row);
+    const char *map = world_map();
+    uint8_t *top = (uint8_t *)BG_MAP + HUD_ROWS * MAP_STRIDE;
+    uint8_t *bottom;
+    uint8_t col, row, t;
+
+    for (row = 0; row < ROOM_ROWS; row++) {
+        bottom = top + MAP_STRIDE;
+        for (col = 0; col < ROOM_COLS; col++) {
+            t = (uint8_t)(cell_block((uint8_t)*map++) << 2);
+            *top++ = t;
+            *top++ = (uint8_t)(t + 2);
+            *bottom++ = (uint8_t)(t + 1);
+            *bottom++ = (uint8_t)(t + 3);
+        }
+        top += 2 * MAP_STRIDE - 2 * ROOM_COLS;
+    }
 }
 
 static uint8_t digit_tile(uint8_t d)
@@ -94,11 +116,12 @@ static void put_decimal3(volatile uint8_t *p, uint8_t v)
     p[2] = digit_tile(v % 10);
 }
 
-static void draw_hud(void)
+static void build_hud(void)
 {
-    volatile uint8_t *p = BG_MAP;
+    uint8_t *p = hud_tiles;
     uint8_t i, quarters, health = wHealth, hearts = wMaxHealth >> 2;
 
+    /* Row 0: up to 8 hearts from column 1. Row 1: rupees, keys, sword. */
     for (i = 0; i < 8; i++) {
         if (i >= hearts) {
             p[1 + i] = TILE_BLANK;
@@ -108,12 +131,24 @@ static void draw_hud(void)
         health -= quarters;
         p[1 + i] = (uint8_t)(TILE_HEART0 + quarters);
     }
-    p += MAP_STRIDE;
+    p += HUD_COLS;
     p[1] = TILE_RUPEE_ICON;
     put_bcd_digits(p + 2, wRupees[1], wRupees[0], 3);
     p[7] = TILE_KEY_ICON;
     p[8] = digit_tile(wKeys > 9 ? 9 : wKeys);
     p[11] = wSwordLevel ? TILE_SWORD_ICON : TILE_BLANK;
+}
+
+static void copy_hud(void)
+{
+    const uint8_t *src = hud_tiles;
+    uint8_t *dst = (uint8_t *)BG_MAP;
+    uint8_t i;
+    for (i = 0; i < HUD_COLS; i++)
+        *dst++ = *src++;
+    dst += MAP_STRIDE - HUD_COLS;
+    for (i = 0; i < HUD_COLS; i++)
+        *dst++ = *src++;
 }
 
 static void clear_window_rows(uint8_t rows)
@@ -188,7 +223,8 @@ void screen_init(void)
 void screen_start(void)
 {
     draw_room();
-    draw_hud();
+    build_hud();
+    copy_hud();
     room_pending = 0;
     hud_pending = 0;
     cell_count = 0;
@@ -213,7 +249,7 @@ void screen_vblank(void)
             window_mode = window_pending;
             draw_window();
         }
-        draw_hud();
+        copy_hud();
         room_pending = 0;
         hud_pending = 0;
         cell_count = 0;
@@ -226,11 +262,13 @@ void screen_vblank(void)
         window_pending = NO_REQUEST;
         rLCDC = lcdc_value();
     }
-    for (i = 0; i < cell_count; i++)
-        draw_cell(cell_cols[i], cell_rows[i]);
-    cell_count = 0;
-    if (hud_pending) {
-        draw_hud();
+    /* VBlank is ~1100 machine cycles: cells and the HUD never share one (the HUD waits). */
+    if (cell_count) {
+        for (i = 0; i < cell_count; i++)
+            draw_cell(cell_cols[i], cell_rows[i]);
+        cell_count = 0;
+    } else if (hud_pending) {
+        copy_hud();
         hud_pending = 0;
     }
 }
@@ -256,6 +294,7 @@ void screen_request_cell(uint8_t col, uint8_t row)
 
 void screen_request_hud(void)
 {
+    build_hud();
     hud_pending = 1;
 }
 

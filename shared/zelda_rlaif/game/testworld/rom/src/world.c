@@ -251,6 +251,7 @@ uint8_t room_enemy_count;
 uint8_t room_enemy_col[MAX_ENEMIES], room_enemy_row[MAX_ENEMIES];
 
 static const Room *current;
+static uint8_t ground_block;
 
 static uint8_t solidity(uint8_t info)
 {
@@ -266,9 +267,10 @@ static uint8_t solidity(uint8_t info)
 void world_refresh_solid(void)
 {
     const char *map = current->map;
+    uint8_t *solid = room_solid;
     uint8_t i;
     for (i = 0; i < ROOM_COLS * ROOM_ROWS; i++)
-        room_solid[i] = solidity(cell_info[(uint8_t)map[i]]);
+        *solid++ = solidity(cell_info[(uint8_t)*map++]);
 }
 
 /* Also scans the room once for its item and enemy spawns (wGroup/wRoom must already be set,
@@ -276,7 +278,8 @@ void world_refresh_solid(void)
 void world_set_room(uint8_t group, uint8_t room)
 {
     const char *map;
-    uint8_t row, col, info, i = 0;
+    uint8_t *solid = room_solid;
+    uint8_t row, col, info;
     uint8_t item_taken = *world_room_flags() & ROOMFLAG_ITEM;
 
     if (group == GROUP_OVERWORLD)
@@ -284,12 +287,17 @@ void world_set_room(uint8_t group, uint8_t room)
     else
         current = &indoors[room];
     map = current->map;
+    ground_block = group == GROUP_OVERWORLD ? BLK_GRASS : BLK_FLOOR;
     room_item_col = NO_CELL;
     room_enemy_count = 0;
     for (row = 0; row < ROOM_ROWS; row++) {
-        for (col = 0; col < ROOM_COLS; col++, i++) {
-            info = cell_info[(uint8_t)map[i]];
-            room_solid[i] = info ? solidity(info) : PASSABLE;
+        for (col = 0; col < ROOM_COLS; col++) {
+            info = cell_info[(uint8_t)*map++];
+            if (!info) {
+                *solid++ = PASSABLE;
+                continue;
+            }
+            *solid++ = solidity(info);
             if ((info & CI_ITEM) && !item_taken) {
                 room_item_col = col;
                 room_item_row = row;
@@ -305,6 +313,11 @@ void world_set_room(uint8_t group, uint8_t room)
 const Room *world_room(void)
 {
     return current;
+}
+
+const char *world_map(void)
+{
+    return current->map;
 }
 
 uint8_t world_cell(uint8_t col, uint8_t row)
@@ -360,7 +373,5 @@ uint8_t cell_block(uint8_t cell)
         else if ((info & CI_SWITCH) && (wPuzzleFlags & PUZZLE_SWITCH_PRESSED))
             block = BLK_SWITCH_ON;
     }
-    if (block == BLK_BLANK)
-        return wGroup == GROUP_OVERWORLD ? BLK_GRASS : BLK_FLOOR;
-    return block;
+    return block ? block : ground_block;
 }

@@ -75,6 +75,7 @@ extern uint8_t room_enemy_col[MAX_ENEMIES], room_enemy_row[MAX_ENEMIES];
 void world_set_room(uint8_t group, uint8_t room);
 void world_refresh_solid(void);
 const Room *world_room(void);
+const char *world_map(void);
 uint8_t world_cell(uint8_t col, uint8_t row);
 uint8_t world_cell_at(uint8_t px, uint8_t py);
 uint8_t world_neighbor(uint8_t dir);

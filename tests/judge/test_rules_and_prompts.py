@@ -1,0 +1,109 @@
+"""The state-log summary, the rules backend's formulas and prompts that always fit the token budget."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from tests.support.segments import SCENARIOS, build_steps, frame_png
+from zelda_judge.backends.rules import MODEL, RulesJudge, rule_scores
+from zelda_judge.prompts import IMAGE_TOKENS, PromptTooLarge, build_prompt, estimate_tokens
+from zelda_judge.segment_io import Segment, select_key_frames
+from zelda_judge.settings import MIN_TOKEN_BUDGET
+from zelda_judge.summary import summarize
+from zelda_rlaif.events import JudgeKind
+from zelda_rlaif.segments import SegmentManifest
+
+
+def scores(scenario: str, steps: int = 300, seed: int = 1) -> dict[str, float]:
+    return rule_scores(summarize(build_steps(steps=steps, scenario=scenario, seed=seed)))  # type: ignore[arg-type]
+
+
+def manifest_for(steps: int, frame_every: int = 30) -> SegmentManifest:
+    return SegmentManifest(run_id="r", epoch=0, episode_id="e", segment_id="s", profile="testworld", step_start=0,
+                           step_end=steps, num_steps=steps, frame_every=frame_every,
+                           frame_steps=list(range(0, steps, frame_every)), total_reward=0.0, reward_components={},
+                           rooms_visited=[], reward_model_epoch=None)
+
+
+def test_summary_counts_what_happened() -> None:
+    stuck = summarize(build_steps(steps=200, scenario="stuck", seed=2))
+    assert stuck.stuck_steps > 150 and stuck.distinct_rooms == 1 and stuck.longest_stuck > 10
+    dialog = summarize(build_steps(steps=200, scenario="dialog", seed=2))
+    assert len(dialog.text_boxes) >= 2 and dialog.text_steps > len(dialog.text_boxes)
+    puzzle = summarize(build_steps(steps=90, scenario="puzzle", seed=2))
+    assert [(f.step, f.flag) for f in puzzle.flag_changes] == [(30, "puzzle_flags"), (60, "door_flags")]
+    assert puzzle.gained("keys") == 0 and puzzle.first.keys == 1 and puzzle.last.keys == 0
+    menu = summarize(build_steps(steps=100, scenario="menu", seed=2))
+    assert menu.start_presses > 20 and menu.menu_steps > 20
+
+
+def test_rules_scores_are_deterministic_and_in_range() -> None:
+    for scenario in SCENARIOS:
+        first = scores(scenario)
+        assert first == scores(scenario)
+        assert all(0.0 <= v <= 1.0 for v in first.values())
+
+
+def test_rules_rank_behaviour_sensibly() -> None:
+    explore, stuck, dialog, puzzle, menu = (scores(s) for s in ("explore", "stuck", "dialog", "puzzle", "menu"))
+    assert explore["efficiency"] > stuck["efficiency"] and explore["efficiency"] > menu["efficiency"]
+    assert explore["novelty"] > stuck["novelty"] and explore["progress"] > stuck["progress"]
+    assert dialog["dialog"] > explore["dialog"] == 0.0
+    assert puzzle["puzzle"] > 0.5 and explore["puzzle"] == 0.0
+
+
+def test_rules_verdicts_are_labelled_and_keep_only_their_dimensions() -> None:
+    records = build_steps(steps=120, scenario="puzzle", seed=4)
+    segment = Segment(manifest_for(120), records, summarize(records))
+    for kind, dims in ((JudgeKind.STATE, {"progress", "dialog", "efficiency"}), (JudgeKind.PUZZLE, {"puzzle"}),
+                       (JudgeKind.VISION, {"novelty"})):
+        judgement = asyncio.run(RulesJudge(kind).judge(segment))
+        assert set(judgement.scores) == dims
+        assert judgement.votes == 1 and judgement.agreement == 1.0 and judgement.rationale.startswith(MODEL)
+
+
+@pytest.mark.parametrize("budget", [MIN_TOKEN_BUDGET, 1000, 3000])
+@pytest.mark.parametrize("kind", list(JudgeKind))
+def test_prompt_of_a_long_segment_fits_the_budget(kind: JudgeKind, budget: int) -> None:
+    # 3,000 steps is ten times a normal segment: the summary must shrink, never overflow.
+    records = build_steps(steps=3000, scenario="explore", seed=9)
+    summary = summarize(records)
+    manifest = manifest_for(3000, frame_every=100)
+    frames = {s: frame_png(records[s].state) for s in select_key_frames(manifest.frame_steps, summary, 4)}
+    prompt = build_prompt(kind, manifest, summary, token_budget=budget,
+                          frames=frames if kind is JudgeKind.VISION else None)
+    text = "".join(m["content"] if isinstance(m["content"], str) else
+                   "".join(p.get("text", "") for p in m["content"]) for m in prompt.messages)
+    assert estimate_tokens(text) + IMAGE_TOKENS * len(prompt.frame_steps) <= budget
+    assert prompt.estimated_tokens <= budget
+    if kind is JudgeKind.VISION:
+        images = [p for p in prompt.messages[1]["content"] if p["type"] == "image_url"]
+        assert 1 <= len(images) <= 4 and all(i["image_url"]["url"].startswith("data:image/png;base64,")
+                                             for i in images)
+    if kind is JudgeKind.PUZZLE:
+        assert "Flag transitions" in text
+
+
+def test_puzzle_prompt_shows_flag_transitions() -> None:
+    records = build_steps(steps=90, scenario="puzzle", seed=2)
+    prompt = build_prompt(JudgeKind.PUZZLE, manifest_for(90), summarize(records), token_budget=3000)
+    text = prompt.messages[1]["content"]
+    assert "30:puzzle_flags 0x0->0x4 (+1/-0 bits)" in text and "60:door_flags 0x0->0x2" in text
+    assert "Small keys used at steps: 60" in text
+
+
+def test_budget_too_small_for_any_prompt_says_what_to_do() -> None:
+    records = build_steps(steps=60, seed=1)
+    with pytest.raises(PromptTooLarge, match="ZELDA_JUDGE_TOKEN_BUDGET"):
+        build_prompt(JudgeKind.STATE, manifest_for(60), summarize(records), token_budget=100)
+
+
+def test_key_frames_follow_room_changes() -> None:
+    records = build_steps(steps=300, scenario="explore", seed=5)
+    summary = summarize(records)
+    chosen = select_key_frames(list(range(0, 300, 10)), summary, 4)
+    assert len(chosen) == 4 and chosen[0] == 0 and chosen[-1] == 290 and chosen == sorted(set(chosen))
+    assert select_key_frames([], summary, 4) == []
+    assert select_key_frames([0, 10], summary, 4) == [0, 10]

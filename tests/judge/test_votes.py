@@ -1,0 +1,87 @@
+"""Votes: schema sent as structured output, validation of answers, median/agreement, the rubric."""
+
+from __future__ import annotations
+
+import pytest
+
+from zelda_judge.rubric import ALL_DIMENSIONS, DIMENSIONS, RubricWeights, combine
+from zelda_judge.votes import InvalidVote, Vote, aggregate, json_schema, parse_vote, response_format
+from zelda_rlaif.events import JudgeKind
+
+
+@pytest.mark.parametrize("kind", list(JudgeKind))
+def test_schema_is_strict_and_covers_the_kind(kind: JudgeKind) -> None:
+    schema = json_schema(kind)
+    assert schema["additionalProperties"] is False
+    assert set(schema["required"]) == {*DIMENSIONS[kind], "rationale"} == set(schema["properties"])
+    for dim in DIMENSIONS[kind]:
+        assert schema["properties"][dim] == {**schema["properties"][dim], "minimum": 0, "maximum": 1}
+    fmt = response_format(kind)
+    assert fmt["type"] == "json_schema" and fmt["json_schema"]["strict"] is True
+    assert "guided_json" not in str(fmt)
+
+
+def test_every_dimension_belongs_to_exactly_one_kind() -> None:
+    owned = [d for kind in JudgeKind for d in DIMENSIONS[kind]]
+    assert sorted(owned) == sorted(ALL_DIMENSIONS)
+
+
+def test_valid_vote_parses() -> None:
+    vote = parse_vote(JudgeKind.STATE, '{"progress": 0.6, "dialog": 0, "efficiency": 1, "rationale": "ok", "x": 1}')
+    assert vote.scores == {"progress": 0.6, "dialog": 0.0, "efficiency": 1.0}
+
+
+def test_fenced_json_is_accepted() -> None:
+    fenced = '```json\n{"puzzle": 0.25, "rationale": "door"}\n```'
+    assert parse_vote(JudgeKind.PUZZLE, fenced).scores == {"puzzle": 0.25}
+
+
+@pytest.mark.parametrize(("content", "problem"), [
+    ("The player did well overall.", "prose"),
+    ('{"novelty": 0.5, "rationale": "x"', "prose"),
+    ('{"novelty": 7.5, "rationale": "seven and a half"}', "out of range"),
+    ('{"novelty": -0.1, "rationale": "x"}', "out of range"),
+    ('{"rationale": "no score"}', "missing"),
+    ('{"novelty": "NaN", "rationale": "x"}', "out of range"),
+    ("[0.5]", "not an object"),
+    ("", "empty"),
+])
+def test_garbage_is_rejected_with_the_reason(content: str, problem: str) -> None:
+    with pytest.raises(InvalidVote, match=problem):
+        parse_vote(JudgeKind.VISION, content)
+
+
+def test_long_rationale_is_cut_not_rejected() -> None:
+    vote = parse_vote(JudgeKind.VISION, '{"novelty": 0.5, "rationale": "' + "a" * 5000 + '"}')
+    assert len(vote.rationale) == 400
+
+
+def test_median_and_agreement() -> None:
+    votes = [Vote({"progress": 0.2, "dialog": 0.5}, "low"), Vote({"progress": 0.5, "dialog": 0.5}, "mid"),
+             Vote({"progress": 0.9, "dialog": 0.6}, "high")]
+    result = aggregate(votes, ("progress", "dialog"))
+    assert result.scores == {"progress": 0.5, "dialog": 0.5}
+    assert result.agreement == pytest.approx(1 - (0.7 + 0.1) / 2)
+    assert result.rationale == "mid"
+
+
+def test_unanimous_votes_agree_fully() -> None:
+    votes = [Vote({"puzzle": 0.4}, "same")] * 3
+    assert aggregate(votes, ("puzzle",)).agreement == 1.0
+
+
+def test_combined_score_uses_the_rubric() -> None:
+    scores = {"progress": 1.0, "dialog": 0.5, "puzzle": 0.0, "novelty": 1.0, "efficiency": 0.0}
+    assert combine(scores, RubricWeights()) == pytest.approx(0.4 + 0.1 + 0.1)
+    heavier = RubricWeights(progress=0.8)  # weights are normalised: the result stays in [0, 1]
+    assert combine(scores, heavier) == pytest.approx((0.8 + 0.1 + 0.1) / 1.4)
+
+
+def test_combined_score_refuses_a_missing_dimension() -> None:
+    with pytest.raises(ValueError, match="novelty"):
+        combine({"progress": 1, "dialog": 1, "puzzle": 1, "efficiency": 1}, RubricWeights())
+
+
+def test_all_zero_weights_are_refused() -> None:
+    with pytest.raises(ValueError, match="at least one"):
+        RubricWeights(progress=0, dialog=0, puzzle=0, novelty=0, efficiency=0)

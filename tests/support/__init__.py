@@ -1,0 +1,1 @@
+"""Test support shared by the suites: an OpenAI-compatible LLM server and synthetic exported segments."""
