@@ -49,12 +49,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"zelda-rlaif {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, (module_name, help_text) in SERVICES.items():
-        try:
-            module = importlib.import_module(module_name)
-        except ModuleNotFoundError as exc:
-            if exc.name and module_name.startswith(exc.name):
-                continue  # a service not built into this installation
-            raise
+        module = importlib.import_module(module_name)
         sub = commands.add_parser(name, help=help_text, description=help_text)
         module.configure(sub)
         sub.set_defaults(handler=module.run)

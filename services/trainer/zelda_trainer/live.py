@@ -35,6 +35,7 @@ class LiveFramePublisher:
         self.interval_s = 1.0 / fps
         self._next_due = 0.0
         self._queue: queue.Queue[tuple[int, np.ndarray, dict[str, int]]] = queue.Queue(maxsize=2)
+        self._stopped = threading.Event()
         self._thread = threading.Thread(target=self._run, args=(nats,), name="live-frames", daemon=True)
         self._thread.start()
 
@@ -62,12 +63,22 @@ class LiveFramePublisher:
             log.warning("live frames disabled: %s", exc)
             return
         subject = live_frame_subject(self.env_id)
-        loop = asyncio.get_running_loop()
-        while True:
-            step, screen, state = await loop.run_in_executor(None, self._queue.get)
+        # Poll rather than block in an executor thread: a thread parked in queue.get() would keep the
+        # interpreter from exiting (executor threads are joined at exit).
+        while not self._stopped.is_set():
+            try:
+                step, screen, state = self._queue.get_nowait()
+            except queue.Empty:
+                await asyncio.sleep(self.interval_s / 2)
+                continue
             frame = LiveFrame(run_id=self.run_id, env_id=self.env_id, step=step, png=encode_png(screen),
                               state=state)
             try:
                 await bus.publish_live(subject, frame)
             except Exception as exc:  # reconnecting: skip this frame, the next one will do
                 log.debug("live frame not published: %s", exc)
+        await bus.close()
+
+    def close(self) -> None:
+        self._stopped.set()
+        self._thread.join(timeout=2)
