@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
+
 from zelda_rlaif.bus import Bus
 from zelda_rlaif.embedded_nats import EmbeddedNats
 from zelda_rlaif.settings import NatsSettings, StoreSettings
