@@ -4,7 +4,7 @@
 
 1. Raw limit: R processes, each ticking PyBoy (``tick(frame_skip, False)``) on the test world as fast as it
    can, side by side: the most env steps/s these cores can emulate.
-2. Training: PPO on Ray RLlib with R env runners (1 emulator each) sampling *and* training; env steps/s
+2. Training: PPO on Ray RLlib with R env runners (k emulators each) sampling *and* training; env steps/s
    measured over iterations after a warm-up iteration.
 Prints both, the ratio (target >= 0.5) and the per-emulator rate against the original design's ~15 steps/s.
 """
@@ -47,7 +47,7 @@ def raw_limit(processes: int, seconds: float, frame_skip: int) -> float:
     return sum(rates)
 
 
-def training_rate(runners: int, iterations: int) -> tuple[float, float]:
+def training_rate(runners: int, envs_per_runner: int, iterations: int) -> tuple[float, float]:
     import ray
 
     from zelda_trainer import metrics
@@ -56,7 +56,8 @@ def training_rate(runners: int, iterations: int) -> tuple[float, float]:
 
     ray.init(num_cpus=runners, include_dashboard=False, log_to_driver=False,
              _temp_dir=tempfile.mkdtemp(prefix="ray-bench-"))
-    settings = TrainerSettings(run_id="bench", num_env_runners=runners, export_fraction=0.0, live_frames=False)
+    settings = TrainerSettings(run_id="bench", num_env_runners=runners, envs_per_runner=envs_per_runner,
+                               export_fraction=0.0, live_frames=False)
     algo = build_config(settings, "testworld", 0).build_algo()
     algo.train()  # warm-up: actor start, first compilation of everything
     start_steps = metrics.lifetime_env_steps(algo.train())
@@ -75,14 +76,15 @@ def training_rate(runners: int, iterations: int) -> tuple[float, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runners", type=int, default=2)
+    parser.add_argument("--envs-per-runner", type=int, default=8)
     parser.add_argument("--iterations", type=int, default=6)
     parser.add_argument("--raw-seconds", type=float, default=10.0)
     args = parser.parse_args()
 
     limit = raw_limit(args.runners, args.raw_seconds, frame_skip=4)
-    trained, sampling_only = training_rate(args.runners, args.iterations)
-    per_emulator = trained / args.runners
-    print(f"cores/env runners: {args.runners}, 1 emulator per runner, frame_skip 4, test world")
+    trained, sampling_only = training_rate(args.runners, args.envs_per_runner, args.iterations)
+    per_emulator = trained / (args.runners * args.envs_per_runner)
+    print(f"cores/env runners: {args.runners}, {args.envs_per_runner} emulators per runner, frame_skip 4, test world")
     print(f"  raw PyBoy limit (R processes side by side)  {limit:>9.0f} env steps/s")
     print(f"  PPO sample + train (wall clock)             {trained:>9.0f} env steps/s")
     print(f"  PPO sampling phase only                     {sampling_only:>9.0f} env steps/s")

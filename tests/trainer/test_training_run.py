@@ -24,7 +24,7 @@ pytestmark = pytest.mark.slow
 def small_run(run_id: str, nats: NatsSettings, store: StoreSettings, epochs: int) -> TrainerSettings:
     return TrainerSettings(
         run_id=run_id, epochs=epochs, steps_per_epoch=600, episode_steps=300, segment_steps=100,
-        export_fraction=1.0, frame_every=10, num_env_runners=2, live_frames=False,
+        export_fraction=1.0, frame_every=10, num_env_runners=2, envs_per_runner=1, live_frames=False,
         ppo=PPOSettings(train_batch_size=300, minibatch_size=100, num_epochs=2), nats=nats, store=store,
     )
 

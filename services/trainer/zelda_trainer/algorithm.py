@@ -22,6 +22,9 @@ def env_config(settings: TrainerSettings, profile: str, epoch: int) -> dict[str,
         "max_steps": settings.episode_steps,
         "sound_emulated": settings.sound_emulated,
         "rewards": settings.rewards.model_dump(),
+        # Each env takes 1/num_envs of the global guidance request budget (see zelda_rlaif.game.guidance.config).
+        "guidance": settings.guidance.model_copy(
+            update={"num_envs": max(settings.num_env_runners, 1) * settings.envs_per_runner}).model_dump(),
     }
     return {
         "env": env,
@@ -40,9 +43,19 @@ def env_config(settings: TrainerSettings, profile: str, epoch: int) -> dict[str,
     }
 
 
+def learner_gpus(settings: TrainerSettings) -> float:
+    """GPUs for the learner: as configured, else one if the (local or remote) Ray cluster has any."""
+    if settings.num_gpus_per_learner is not None:
+        return settings.num_gpus_per_learner
+    import ray
+
+    return 1.0 if ray.is_initialized() and ray.cluster_resources().get("GPU", 0) >= 1 else 0.0
+
+
 def build_config(settings: TrainerSettings, profile: str, epoch: int) -> PPOConfig:
     register_env(ENV_NAME, make_training_env)
     ppo = settings.ppo
+    gpus = learner_gpus(settings)
     config = (
         PPOConfig()
         .environment(ENV_NAME, env_config=env_config(settings, profile, epoch))
@@ -52,7 +65,9 @@ def build_config(settings: TrainerSettings, profile: str, epoch: int) -> PPOConf
             num_cpus_per_env_runner=1,
             rollout_fragment_length="auto",
         )
-        .learners(num_learners=0, num_gpus_per_learner=settings.num_gpus_per_learner)
+        # A GPU learner runs as its own actor (on the GPU worker group of a KubeRay cluster); a CPU learner
+        # runs in the driver, which saves an actor on small machines.
+        .learners(num_learners=1 if gpus else 0, num_gpus_per_learner=gpus)
         .training(
             lr=ppo.lr,
             gamma=ppo.gamma,

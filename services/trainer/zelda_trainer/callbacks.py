@@ -7,6 +7,9 @@ Metric names (under ``result["env_runners"]``):
 | ``zelda/rooms_visited`` | distinct rooms per episode (mean over the window) |
 | ``zelda/reward/<component>`` | sum of a reward component per episode (mean) |
 | ``zelda/room/<group>_<room>`` | episodes that entered that room, counted on entry (sum): the heat map |
+| ``zelda/guidance/<counter>`` | online guidance (when enabled): requests, answers, failures, stale, limited, |
+| | guided_steps, agreements (sums) |
+| ``zelda/guidance/agreement_rate`` | agreements / guided_steps per episode (mean) |
 """
 
 from __future__ import annotations
@@ -14,6 +17,10 @@ from __future__ import annotations
 from typing import Any
 
 from ray.rllib.callbacks.callbacks import RLlibCallback
+
+from zelda_rlaif.game.guidance.runtime import GuidanceCounts
+
+GUIDANCE_COUNTERS = tuple(GuidanceCounts().as_dict())
 
 
 class ZeldaCallbacks(RLlibCallback):
@@ -24,6 +31,10 @@ class ZeldaCallbacks(RLlibCallback):
         totals = episode.custom_data.setdefault("components", {})
         for name, value in info.get("components", {}).items():
             totals[name] = totals.get(name, 0.0) + value
+        if "guidance" in info:
+            guidance = episode.custom_data.setdefault("guidance", {})
+            for name, value in info["guidance"].items():
+                guidance[name] = guidance.get(name, 0) + value
         state = info.get("state", {})
         room = (state.get("group", 0), state.get("room", 0))
         rooms = episode.custom_data.setdefault("rooms", set())
@@ -39,3 +50,11 @@ class ZeldaCallbacks(RLlibCallback):
         metrics_logger.log_value("zelda/rooms_visited", len(rooms), reduce="mean", window=100)
         for name, value in episode.custom_data.get("components", {}).items():
             metrics_logger.log_value(f"zelda/reward/{name}", value, reduce="mean", window=100)
+        guidance = episode.custom_data.get("guidance")
+        if guidance:
+            for name in GUIDANCE_COUNTERS:  # zeros too, so a counter that never moved still shows as 0
+                metrics_logger.log_value(f"zelda/guidance/{name}", guidance.get(name, 0), reduce="sum")
+            if guidance.get("guided_steps"):
+                metrics_logger.log_value("zelda/guidance/agreement_rate",
+                                         guidance.get("agreements", 0) / guidance["guided_steps"], reduce="mean",
+                                         window=100)

@@ -15,6 +15,7 @@ from pathlib import Path
 from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from zelda_rlaif.game.guidance.config import GuidanceConfig
 from zelda_rlaif.game.rewards.config import RewardConfig
 from zelda_rlaif.settings import LogSettings, NatsSettings, StoreSettings
 
@@ -55,8 +56,12 @@ class TrainerSettings(BaseSettings):
     export_fraction: float = Field(0.25, ge=0, le=1, description="fraction of episodes exported as segments")
     frame_every: int = Field(4, ge=1, description="a PNG frame every k-th step of an exported segment")
     num_env_runners: int = Field(2, ge=0, description="Ray env runner actors (0 samples in the driver)")
-    envs_per_runner: int = Field(1, ge=1, description="emulators per env runner")
-    num_gpus_per_learner: float = Field(0, ge=0, description="GPUs for the learner; 0 trains on the CPU")
+    envs_per_runner: int = Field(
+        4, ge=1, description="emulators per env runner (batched inference amortises RLlib's per-step cost)"
+    )
+    num_gpus_per_learner: float | None = Field(
+        None, ge=0, description="GPUs for the learner; unset: 1 when the Ray cluster has a GPU, else 0 (CPU)"
+    )
     ray_address: str | None = Field(None, description="existing Ray cluster address; unset starts a local Ray")
     ray_num_cpus: int | None = Field(None, ge=1, description="CPUs for a local Ray (default: all)")
     shaping_mode: ShapingMode = Field(ShapingMode.PIPELINED, description="pipelined or sync")
@@ -68,6 +73,9 @@ class TrainerSettings(BaseSettings):
 
     ppo: PPOSettings = Field(default_factory=PPOSettings)
     rewards: RewardConfig = Field(default_factory=RewardConfig)
+    # Online LLM guidance, nested too (ZELDA_TRAINER_GUIDANCE__ENABLED=true); its API key is read by the env
+    # runners from ZELDA_GUIDANCE_LLM_API_KEY, never shipped in the env config.
+    guidance: GuidanceConfig = Field(default_factory=GuidanceConfig)
     nats: NatsSettings = Field(default_factory=NatsSettings)
     store: StoreSettings = Field(default_factory=StoreSettings)
     log: LogSettings = Field(default_factory=LogSettings)

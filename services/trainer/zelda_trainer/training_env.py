@@ -16,6 +16,7 @@ import numpy as np
 
 from zelda_rlaif.game.config import EnvConfig
 from zelda_rlaif.game.env import ZeldaEnv
+from zelda_rlaif.game.guidance.publisher import SuggestionPublisher
 from zelda_rlaif.settings import NatsSettings, StoreSettings, load_settings
 from zelda_rlaif.storage import open_store
 from zelda_trainer.export import ExportPlan, SegmentExporter
@@ -40,6 +41,7 @@ class TrainingEnv(gym.Wrapper[Any, int, Any, int]):
             self.exporter = SegmentExporter(plan, store, self.source_id)
             self.exporter.set_epoch(int(env_config.get("epoch", 0)))
         self.live: LiveFramePublisher | None = None
+        self.guidance_feed: SuggestionPublisher | None = None
         live = env_config.get("live")
         # One env of the whole run streams to the HUD: the first env of the first remote runner (or the local
         # one when sampling happens in the driver).
@@ -47,6 +49,10 @@ class TrainingEnv(gym.Wrapper[Any, int, Any, int]):
             nats = load_settings(NatsSettings, **({"url": env_config["nats_url"]} if "nats_url" in env_config else {}))
             self.live = LiveFramePublisher(nats, live["run_id"], self.source_id,
                                            float(live["fps"]))
+            # The live env's guidance suggestions go to the HUD beside its frames.
+            if env.guidance is not None:
+                self.guidance_feed = SuggestionPublisher(nats, live["run_id"], self.source_id)
+                env.guidance.add_listener(self.guidance_feed.offer)
 
     def reset(self, **kwargs: Any) -> tuple[Any, dict[str, Any]]:
         obs, info = self.env.reset(**kwargs)
@@ -66,7 +72,18 @@ class TrainingEnv(gym.Wrapper[Any, int, Any, int]):
                                  info["state"], np.asarray(obs), screen if want_export_frame else None)
         if want_live_frame and self.live is not None and screen is not None:
             self.live.offer(self.zelda.step_count, screen, info["state"])
+        if self.zelda.guidance is not None:
+            counts = self.zelda.guidance.take_counts()  # only the counters that changed this step
+            if counts:
+                info["guidance"] = counts
         return obs, float(reward), terminated, truncated, info
+
+    def close(self) -> None:
+        if self.live is not None:
+            self.live.close()
+        if self.guidance_feed is not None:
+            self.guidance_feed.close()
+        super().close()
 
     # Called by the driver through foreach_env between training iterations.
 

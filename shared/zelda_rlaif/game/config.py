@@ -6,6 +6,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from zelda_rlaif.game.guidance.config import GuidanceConfig
 from zelda_rlaif.game.rewards.config import RewardConfig
 
 
@@ -24,6 +25,7 @@ class EnvConfig(BaseModel):
     )
     pixel_observation: bool = Field(False, description="observation is a dict with the 128-D vector and pixels")
     rewards: RewardConfig = Field(default_factory=RewardConfig)
+    guidance: GuidanceConfig = Field(default_factory=GuidanceConfig, description="online LLM guidance (off by default)")
 
     @field_validator("press_frames")
     @classmethod

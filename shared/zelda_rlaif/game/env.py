@@ -17,6 +17,7 @@ from gymnasium import spaces
 from zelda_rlaif.game.actions import ACTION_NAMES, NUM_ACTIONS, Action
 from zelda_rlaif.game.config import EnvConfig
 from zelda_rlaif.game.emulator import BUNDLED_ROM, Emulator
+from zelda_rlaif.game.guidance.runtime import GuidanceRuntime
 from zelda_rlaif.game.observation import ObservationBuilder
 from zelda_rlaif.game.profiles import get_profile
 from zelda_rlaif.game.rewards import CoverageTracker, StepContext, default_components
@@ -59,7 +60,8 @@ class ZeldaEnv(gym.Env[Any, int]):
 
         self.coverage = CoverageTracker(self.profile.geometry.tile_px)
         self.observations = ObservationBuilder(self.profile, config.max_steps)
-        self.components, self.shaping = default_components(config.rewards, seed=0)
+        self.guidance = GuidanceRuntime(config.guidance, self) if config.guidance.enabled else None
+        self.components, self.shaping = default_components(config.rewards, seed=0, guidance=self.guidance)
         self.render_next = False  # set by a wrapper that wants this step's last frame (exports, live view)
         self._rendered = False
         self.step_count = 0
@@ -76,6 +78,8 @@ class ZeldaEnv(gym.Env[Any, int]):
         if seed is not None:
             for component in self.components:
                 component.reseed(seed)
+        if self.guidance is not None:
+            self.guidance.new_episode(seed)
         self.emulator.load_state(self._start_state, source="start state")
         jitter = int(self.np_random.integers(0, self.config.start_jitter + 1)) if self.config.start_jitter else 0
         if jitter:
@@ -93,7 +97,9 @@ class ZeldaEnv(gym.Env[Any, int]):
 
     def step(self, action: int) -> tuple[Any, float, bool, bool, dict[str, Any]]:
         action = int(action)
-        render = self.render_next or self.config.pixel_observation
+        # Called every step (it takes in arrived suggestions); True when this step sends a vision request.
+        guidance_screen = self.guidance.begin_step() if self.guidance is not None else False
+        render = self.render_next or self.config.pixel_observation or guidance_screen
         self.emulator.act(action, self.config.frame_skip, self.config.press_frames, render_last=render)
         self._rendered = render
         self.render_next = False
@@ -122,6 +128,8 @@ class ZeldaEnv(gym.Env[Any, int]):
         components: dict[str, float] = {}
         for component in self.components:
             component.add(ctx, components)
+        if self.guidance is not None:
+            self.guidance.end_step(action, cur, self.still_steps)
         reward = float(sum(components.values()))
         self.episode_return += reward
         truncated = self.step_count >= self.config.max_steps
@@ -138,6 +146,8 @@ class ZeldaEnv(gym.Env[Any, int]):
         return self.emulator.screen()
 
     def close(self) -> None:
+        if self.guidance is not None:
+            self.guidance.close()
         self.emulator.close()
 
     # Hooks for the trainer

@@ -7,13 +7,17 @@ facts of this step) and never touch the emulator, so they are easy to test with 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
 from zelda_rlaif.game.actions import Action
 from zelda_rlaif.game.rewards.config import RewardConfig
+from zelda_rlaif.game.rewards.guidance import GuidanceBonus
 from zelda_rlaif.game.rewards.rnd import RndCuriosity
+
+if TYPE_CHECKING:
+    from zelda_rlaif.game.guidance.runtime import GuidanceRuntime
 
 
 @dataclass
@@ -158,11 +162,15 @@ class Shaping:
         self._phi_prev = phi
 
 
-def default_components(config: RewardConfig, seed: int) -> tuple[list[RewardComponent], Shaping]:
-    """The standard reward stack; the shaping component is returned separately so models can be swapped in."""
+def default_components(config: RewardConfig, seed: int,
+                       guidance: GuidanceRuntime | None = None) -> tuple[list[RewardComponent], Shaping]:
+    """The standard reward stack; the shaping component is returned separately so models can be swapped in.
+    With online guidance enabled (``guidance`` given) the alignment bonus joins the stack."""
     shaping = Shaping(config)
     components: list[RewardComponent] = [GameEvents(config), Coverage(config), Behaviour(config)]
     if config.rnd > 0:
         components.append(Curiosity(config, seed))
+    if guidance is not None:
+        components.append(GuidanceBonus(config, guidance))
     components.append(shaping)
     return components, shaping

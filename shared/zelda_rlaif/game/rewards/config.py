@@ -33,6 +33,16 @@ class RewardConfig(BaseModel):
     stuck: float = Field(-0.01, description="per step without moving, after stuck_after steps")
     stuck_after: int = Field(10, ge=1, description="steps without moving before the stuck penalty applies")
     start_press: float = Field(-0.05, description="per START press (discourages menu surfing)")
+    # Online guidance (only when EnvConfig.guidance is enabled)
+    guidance_text: float = Field(
+        0.01, ge=0.0, description="per step whose action matches the live text suggestion. A suggestion lives "
+        "expiry_steps (20) steps, so following one throughout earns 0.2, a fifth of a new room, and per step it "
+        "stays below a new tile (0.05): guidance nudges exploration, it cannot replace it (the original +5 per "
+        "match, against +20 per room, made following suggestions the whole game)")
+    guidance_vision: float = Field(
+        0.02, ge=0.0, description="per step whose action matches the live vision suggestion: twice the text "
+        "weight because the screen shows what the RAM summary cannot (walls, items, NPCs); at most 0.4 per "
+        "suggestion (the original used +50, 2.5 new rooms per matching step)")
     # Intrinsic and learned
     rnd: float = Field(0.05, ge=0.0, description="scale of the normalised RND curiosity bonus; 0 turns RND off")
     shaping: float = Field(1.0, ge=0.0, description="scale of F = gamma * Phi(s') - Phi(s) from the reward model")

@@ -1,0 +1,150 @@
+"""The rules planner: the embedded guidance backend. One suggested action from the decoded state, no LLM.
+
+In order of priority:
+1. a menu is open: START closes it (the game is paused while it shows);
+2. a text box shows: A moves it on / closes it;
+3. a known NPC is within reach: face it, then A to talk;
+4. an enemy is right in front and the player has a sword: B;
+5. otherwise head for a doorway: the nearest one leading to a neighbour room not visited this episode, else
+   the one to the least-visited neighbour. First line up with the doorway (doorways sit in the middle of
+   each edge: exact in the test world, a rule of thumb in Oracle), then walk through it.
+When the player has not moved for a while after pressing the direction this would suggest, that direction is
+taken to be blocked: the planner picks the next doorway, or a sidestep around the obstacle.
+
+The planner is deterministic and knows only what the snapshot says; it cannot see the screen.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from zelda_rlaif.game.actions import Action
+from zelda_rlaif.game.guidance.snapshot import DIRECTIONS, Snapshot
+
+_WALK = (Action.UP, Action.RIGHT, Action.DOWN, Action.LEFT)  # indexed by facing direction
+_STEP = ((0, -1), (1, 0), (0, 1), (-1, 0))  # unit vector of each facing direction
+
+
+@dataclass(frozen=True)
+class Landmark:
+    """Something worth walking to that the RAM map does not expose, e.g. where an NPC stands."""
+
+    group: int
+    room: int
+    x: int
+    y: int
+    name: str
+
+
+# Per game profile. The test world's old man stands at cell (4, 2) of the house (its README); Oracle's NPCs
+# move between scenes and are not mapped, so its guidance relies on the other rules (or on an LLM).
+LANDMARKS: dict[str, tuple[Landmark, ...]] = {
+    "testworld": (Landmark(group=1, room=0, x=72, y=40, name="the old man"),),
+}
+
+
+@dataclass(frozen=True)
+class Plan:
+    action: Action
+    reason: str
+
+
+class RulesPlanner:
+    def __init__(self, landmarks: dict[str, tuple[Landmark, ...]] | None = None, *, stuck_after: int = 6,
+                 align_px: int = 12, reach_px: int = 24, sword_reach_px: int = 14) -> None:
+        self.landmarks = LANDMARKS if landmarks is None else landmarks
+        self.stuck_after = stuck_after
+        self.align_px = align_px
+        self.reach_px = reach_px
+        self.sword_reach_px = sword_reach_px
+
+    def suggest(self, s: Snapshot) -> Plan:
+        get = s.state.get
+        if get("menu_open"):
+            return Plan(Action.START, "close the menu: the game is paused while it is open")
+        if get("text_active"):
+            return Plan(Action.A, "move the text box on: the player cannot walk while it shows")
+        talk = self._talk(s)
+        if talk is not None:
+            return talk
+        if get("sword_level", 0) > 0 and self._enemy_in_front(s):
+            return Plan(Action.B, "an enemy is right in front: swing the sword")
+        return self._explore(s)
+
+    # Rules
+
+    def _talk(self, s: Snapshot) -> Plan | None:
+        get = s.state.get
+        x, y = get("x", 0), get("y", 0)
+        for mark in self.landmarks.get(s.profile, ()):
+            if (mark.group, mark.room) != (get("group", 0), get("room", 0)):
+                continue
+            dx, dy = mark.x - x, mark.y - y
+            if abs(dx) <= self.align_px and 0 < abs(dy) <= self.reach_px:
+                toward = 2 if dy > 0 else 0
+            elif abs(dy) <= self.align_px and 0 < abs(dx) <= self.reach_px:
+                toward = 1 if dx > 0 else 3
+            else:
+                continue
+            if get("direction", -1) == toward:
+                return Plan(Action.A, f"{mark.name} is right in front: talk to them")
+            return Plan(_WALK[toward], f"turn {DIRECTIONS[toward]} to face {mark.name}, then talk")
+        return None
+
+    def _enemy_in_front(self, s: Snapshot) -> bool:
+        direction = s.state.get("direction", -1)
+        if not 0 <= direction < 4:
+            return False
+        fx, fy = _STEP[direction]
+        px = s.state.get("x", 0) + fx * self.sword_reach_px
+        py = s.state.get("y", 0) + fy * self.sword_reach_px
+        return any(abs(ex - px) <= self.align_px and abs(ey - py) <= self.align_px for ex, ey in s.enemies)
+
+    def _explore(self, s: Snapshot) -> Plan:
+        blocked = s.recent_actions[0] if s.recent_actions and s.still_steps >= self.stuck_after else None
+        visits = {d: n.visits for d, n in enumerate(s.neighbours) if n is not None}
+        unvisited = [d for d, count in visits.items() if count == 0]
+        if unvisited:
+            order = sorted(unvisited, key=lambda d: self._distance(s, d))
+        else:
+            order = sorted(visits, key=lambda d: (visits[d], self._distance(s, d)))
+        for direction in order:
+            plan = self._towards_doorway(s, direction, fresh=bool(unvisited))
+            if plan.action != blocked:
+                return plan
+        return self._sidestep(s, blocked)
+
+    def _towards_doorway(self, s: Snapshot, direction: int, *, fresh: bool) -> Plan:
+        x, y = s.state.get("x", 0), s.state.get("y", 0)
+        neighbour = s.neighbours[direction]
+        assert neighbour is not None
+        goal = f"room 0x{neighbour.room:02X} {'(not visited yet)' if fresh else '(visited least)'}"
+        if direction in (0, 2):  # doorway in the middle of the top/bottom edge
+            offset = x - s.room_width // 2
+            if abs(offset) > self.align_px:
+                return Plan(Action.LEFT if offset > 0 else Action.RIGHT,
+                            f"line up with the {DIRECTIONS[direction]} doorway to {goal}")
+        else:
+            offset = y - s.room_height // 2
+            if abs(offset) > self.align_px:
+                return Plan(Action.UP if offset > 0 else Action.DOWN,
+                            f"line up with the {DIRECTIONS[direction]} doorway to {goal}")
+        return Plan(_WALK[direction], f"walk {DIRECTIONS[direction]} through the doorway to {goal}")
+
+    def _sidestep(self, s: Snapshot, blocked: int | None) -> Plan:
+        x, y = s.state.get("x", 0), s.state.get("y", 0)
+        if blocked in (Action.UP, Action.DOWN):
+            action = Action.RIGHT if x < s.room_width // 2 else Action.LEFT
+        elif blocked in (Action.LEFT, Action.RIGHT):
+            action = Action.DOWN if y < s.room_height // 2 else Action.UP
+        else:
+            action = Action.DOWN if y < s.room_height // 2 else Action.UP
+        return Plan(action, "the way ahead is blocked: step around the obstacle")
+
+    @staticmethod
+    def _distance(s: Snapshot, direction: int) -> int:
+        """Manhattan distance from the player to the middle of an edge (where doorways are)."""
+        x, y = s.state.get("x", 0), s.state.get("y", 0)
+        w, h = s.room_width, s.room_height
+        return (y + abs(x - w // 2), abs(w - x) + abs(y - h // 2), abs(h - y) + abs(x - w // 2),
+                x + abs(y - h // 2))[direction]

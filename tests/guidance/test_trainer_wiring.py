@@ -1,0 +1,135 @@
+"""Guidance in the trainer without starting Ray: settings and env_config, the live env's suggestions on the
+HUD subject (real NATS), and the guidance counters through the real RLlib callback and metrics logger."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from typing import Any
+
+import pytest
+from nats.aio.msg import Msg
+from ray.rllib.env.single_agent_episode import SingleAgentEpisode
+from ray.rllib.utils.metrics.metrics_logger import MetricsLogger
+
+from zelda_rlaif.bus import Bus
+from zelda_rlaif.events import GuidanceSuggestion
+from zelda_rlaif.game.actions import ACTION_NAMES
+from zelda_rlaif.game.guidance.publisher import SuggestionPublisher
+from zelda_rlaif.game.guidance.runtime import Suggestion
+from zelda_rlaif.settings import NatsSettings
+from zelda_rlaif.subjects import LIVE_GUIDANCE
+from zelda_trainer import training_env
+from zelda_trainer.algorithm import env_config
+from zelda_trainer.callbacks import ZeldaCallbacks
+from zelda_trainer.settings import TrainerSettings
+
+
+async def collect(bus: Bus, run_id: str) -> tuple[list[GuidanceSuggestion], Any]:
+    received: list[GuidanceSuggestion] = []
+
+    async def on_message(msg: Msg) -> None:
+        event = GuidanceSuggestion.model_validate_json(msg.data)
+        if event.run_id == run_id:
+            received.append(event)
+
+    sub = await bus.subscribe_live(LIVE_GUIDANCE.subject, on_message)
+    await bus.nc.flush()  # the server knows the subscription before the (synchronous) env starts publishing
+    return received, sub
+
+
+async def wait_for(condition: Any, timeout_s: float = 10.0) -> None:
+    for _ in range(int(timeout_s / 0.02)):
+        if condition():
+            return
+        await asyncio.sleep(0.02)
+    raise AssertionError("timed out")
+
+
+def test_trainer_settings_enable_guidance_and_env_config_ships_each_env_its_share(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    assert TrainerSettings().guidance.enabled is False
+    monkeypatch.setenv("ZELDA_TRAINER_GUIDANCE__ENABLED", "true")
+    monkeypatch.setenv("ZELDA_TRAINER_GUIDANCE__GLOBAL_RATE_PER_S", "3")
+    settings = TrainerSettings(num_env_runners=3, envs_per_runner=2)
+    assert settings.guidance.enabled
+    shipped = env_config(settings, "testworld", 0)["env"]["guidance"]
+    assert shipped["enabled"] and shipped["num_envs"] == 6 and shipped["global_rate_per_s"] == 3.0
+    assert "api_key" not in str(shipped)  # secrets never travel in the env config
+
+
+async def test_a_published_suggestion_reaches_the_hud_subject(bus: Bus, nats_settings: NatsSettings,
+                                                              run_id: str) -> None:
+    received, sub = await collect(bus, run_id)
+    publisher = SuggestionPublisher(nats_settings, run_id, "w1v0")
+    publisher.offer(Suggestion(action=3, reason="line up with the left doorway", source="vision",
+                               backend="openai", requested_step=40, episode=1, location=(0, 0x11)), step=42)
+    await wait_for(lambda: received)
+    [event] = received
+    assert (event.env_id, event.step, event.source, event.backend, event.action) == ("w1v0", 42, "vision",
+                                                                                      "openai", "left")
+    assert event.reason == "line up with the left doorway"
+
+    publisher.close()
+
+    received.clear()
+    publisher = SuggestionPublisher(nats_settings, run_id, "w1v0")
+    for step in range(20):  # far more than anyone can read: the HUD gets a burst of 2, then 2 a second
+        publisher.offer(Suggestion(action=1, reason="up", source="text", backend="rules", requested_step=step,
+                                   episode=1, location=(0, 0x11)), step=step)
+    await wait_for(lambda: len(received) >= 2)
+    await asyncio.sleep(0.2)
+    assert len(received) == 2
+    await sub.unsubscribe()
+    publisher.close()
+
+
+async def test_the_live_training_env_streams_suggestions_and_reports_counts_to_the_metrics(
+    bus: Bus, nats_settings: NatsSettings, run_id: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("ZELDA_NO_LIVE", raising=False)
+    monkeypatch.setattr(training_env, "_vector_index", itertools.count())  # this env is vector 0: the live one
+    received, sub = await collect(bus, run_id)
+    config = {
+        "env": {"start_jitter": 0, "max_steps": 5000, "rewards": {"rnd": 0.0},
+                "guidance": {"enabled": True, "text_probability": 0.05, "expiry_steps": 10}},
+        "nats_url": nats_settings.url,
+        "live": {"run_id": run_id, "fps": 15.0, "worker_index": 0},
+    }
+    env = training_env.TrainingEnv(config)
+    assert env.zelda.guidance is not None
+    episode = SingleAgentEpisode()
+    obs, info = env.reset(seed=3)
+    episode.add_env_reset(observation=obs, infos=info)
+    callbacks = ZeldaCallbacks()
+    logger = MetricsLogger()
+    totals: dict[str, int] = {}
+    for step in range(400):
+        live = env.zelda.guidance.live
+        action = live.action if live is not None and step % 2 else step % 5
+        obs, reward, _, _, info = env.step(action)
+        episode.add_env_step(observation=obs, action=action, reward=reward, infos=info)
+        callbacks.on_episode_step(episode=episode, metrics_logger=logger)
+        for name, value in info.get("guidance", {}).items():
+            totals[name] = totals.get(name, 0) + value
+    counts = env.zelda.guidance.counts
+    assert totals == {k: v for k, v in counts.as_dict().items() if v}
+    assert counts.answers > 5 and counts.agreements > 0
+
+    await wait_for(lambda: received)
+    await asyncio.sleep(0.2)
+    assert 1 <= len(received) <= counts.answers  # the HUD shows at most 2 a second (the rules answer far more)
+    assert {e.env_id for e in received} == {env.source_id}
+    assert {e.backend for e in received} == {"rules"} and {e.source for e in received} == {"text"}
+    assert all(e.action in ACTION_NAMES and e.reason for e in received)
+    await sub.unsubscribe()
+
+    callbacks.on_episode_end(episode=episode, metrics_logger=logger)
+    peek = logger.peek
+    assert peek("zelda/guidance/requests") == counts.requests
+    assert peek("zelda/guidance/answers") == counts.answers
+    assert peek("zelda/guidance/failures") == 0
+    assert peek("zelda/guidance/agreement_rate") == pytest.approx(counts.agreement_rate)
+    assert peek("zelda/reward/guidance_text") == pytest.approx(0.01 * counts.agreements)
+    env.close()
