@@ -41,18 +41,16 @@ def arg_default(commands: list[Any], name: str) -> str:
     raise AssertionError(f"no ARG {name} with a default")
 
 
-def requirements_script(commands: list[Any]) -> str:
-    (script,) = [h.content for c in commands if c.cmd == "RUN" for h in c.heredocs]
-    return str(script)
+IMAGE_TOOLS = ROOT / "services" / "image"
 
 
 def image_requirements(service: str, tmp_path: Path) -> list[str]:
-    """Run the Dockerfile's own requirements step against the real pyproject.toml."""
+    """Run the images' shared requirements step against the real pyproject.toml."""
     commands = parse(service)
     (tmp_path / "pyproject.toml").write_bytes((ROOT / "pyproject.toml").read_bytes())
     env = {**os.environ, "SKIP_DEPS": arg_default(commands, "SKIP_DEPS")}
-    subprocess.run([sys.executable, "-"], input=requirements_script(commands), text=True, cwd=tmp_path, env=env,
-                   check=True, timeout=30)
+    subprocess.run([sys.executable, str(IMAGE_TOOLS / "requirements.py")], cwd=tmp_path, env=env, check=True,
+                   timeout=30)
     lines = [*(tmp_path / "requirements-torch.txt").read_text().split("\n"),
              *(tmp_path / "requirements-image.txt").read_text().split("\n")]
     if service == "trainer":
@@ -81,16 +79,24 @@ def test_image_never_contains_a_rom_or_secrets(service: str) -> None:
     for command in parse(service):
         if command.cmd in {"COPY", "ADD"}:
             sources = [v for v in command.value[:-1] if not v.startswith("--")]
-            assert set(sources) <= {"pyproject.toml", "README.md", "shared/", "services/"}, command.original
+            assert set(sources) <= {"pyproject.toml", "README.md", "shared/", "services/", "services/image/"}, (
+                command.original
+            )
 
 
 def test_all_images_derive_dependencies_the_same_way() -> None:
-    scripts = {service: requirements_script(parse(service)) for service in IMAGES}
-    assert len(set(scripts.values())) == 1, "the requirements step drifted between Dockerfiles"
+    """Every image runs the same shared build steps (services/image/), so they cannot drift apart."""
     for service, (package, subcommand, _) in IMAGES.items():
         runs = " ".join(c.original for c in parse(service) if c.cmd == "RUN")
-        assert f"pkgutil.walk_packages({package}.__path__" in runs, f"{service} does not import-check its package"
-        assert f"zelda-rlaif {subcommand} --help" in runs
+        assert "python image/requirements.py" in runs, f"{service} does not use the shared requirements step"
+        assert f"python image/check_service.py {package} {subcommand}" in runs, (
+            f"{service} does not import-check its package and CLI"
+        )
+
+
+def test_image_check_step_imports_a_package_and_runs_its_cli() -> None:
+    subprocess.run([sys.executable, str(IMAGE_TOOLS / "check_service.py"), "zelda_judge", "judge"], check=True,
+                   timeout=120)
 
 
 @pytest.mark.parametrize("service", IMAGES)
