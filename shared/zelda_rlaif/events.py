@@ -51,7 +51,8 @@ class JudgeKind(StrEnum):
 class Event(BaseModel):
     """Base of every payload on the bus."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # NaN/inf cannot travel in JSON (they would arrive as null): refuse them where the event is made.
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     emitted_at: datetime = Field(default_factory=utc_now)
 

@@ -29,19 +29,26 @@ def lifetime_episodes(result: dict[str, Any]) -> int:
 
 
 def mean_return(result: dict[str, Any]) -> float | None:
-    value = _find(result, ("env_runners", "episode_return_mean"))
-    return None if value is None or (isinstance(value, float) and math.isnan(value)) else float(value)
+    return _finite(_find(result, ("env_runners", "episode_return_mean")))
+
+
+def _finite(value: Any) -> float | None:
+    """RLlib reports NaN for a window without finished episodes; events carry None (or nothing) instead."""
+    if value is None:
+        return None
+    number = float(value)
+    return number if math.isfinite(number) else None
 
 
 def mean_rooms(result: dict[str, Any]) -> float | None:
-    value = _find(result, ("env_runners", "zelda/rooms_visited"))
-    return None if value is None else float(value)
+    return _finite(_find(result, ("env_runners", "zelda/rooms_visited")))
 
 
 def reward_components(result: dict[str, Any]) -> dict[str, float]:
     runners = result.get("env_runners", {})
     prefix = "zelda/reward/"
-    return {k[len(prefix):]: float(v) for k, v in runners.items() if k.startswith(prefix)}
+    finite = {k[len(prefix):]: _finite(v) for k, v in runners.items() if k.startswith(prefix)}
+    return {name: value for name, value in finite.items() if value is not None}
 
 
 def rooms_seen(result: dict[str, Any]) -> list[tuple[int, int]]:

@@ -51,7 +51,7 @@ class TrainerSettings(BaseSettings):
     profile: str | None = Field(None, description="game profile; detected from the ROM header when unset")
     epochs: int = Field(2, ge=1, description="epochs to run")
     steps_per_epoch: int = Field(4096, ge=64, description="env steps per epoch")
-    episode_steps: int = Field(1200, ge=1, description="steps per episode (truncation)")
+    episode_steps: int = Field(600, ge=1, description="steps per episode (truncation)")
     segment_steps: int = Field(300, ge=10, description="steps per exported segment")
     export_fraction: float = Field(0.25, ge=0, le=1, description="fraction of episodes exported as segments")
     frame_every: int = Field(4, ge=1, description="a PNG frame every k-th step of an exported segment")

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import logging
 import statistics
 from datetime import UTC, datetime
 from pathlib import Path
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 from rich.console import Console
 from rich.table import Table
 
@@ -14,6 +15,8 @@ from zelda_rlaif.errors import ObjectNotFound
 from zelda_rlaif.events import LiveMetrics
 from zelda_rlaif.storage import ObjectStore, keys
 from zelda_rlaif.up.watch import PipelineWatch
+
+log = logging.getLogger(__name__)
 
 
 class EpochSummary(BaseModel):
@@ -45,6 +48,9 @@ def build_summary(run_id: str, run_dir: Path, store: ObjectStore, watch: Pipelin
     try:
         progress = LiveMetrics.model_validate(store.get_json(keys.progress(run_id)))
     except ObjectNotFound:
+        progress = None
+    except ValidationError as exc:
+        log.warning("%s is unreadable, the summary leaves out steps and rooms: %s", keys.progress(run_id), exc)
         progress = None
     epochs = sorted(set(watch.epochs_exported) | set(watch.scores_ready) | set(watch.reward_models))
     rows = []

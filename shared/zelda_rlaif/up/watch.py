@@ -7,13 +7,16 @@ see it), live metrics on core NATS.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections import Counter
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 from nats.aio.msg import Msg
 from nats.aio.subscription import Subscription
 from nats.js import api
+from pydantic import ValidationError
 
 from zelda_rlaif.bus import Bus
 from zelda_rlaif.events import (
@@ -36,6 +39,20 @@ from zelda_rlaif.subjects import (
     SEGMENT_JUDGED,
     SEGMENT_SCORED,
 )
+
+log = logging.getLogger(__name__)
+
+
+def _tolerant(handler: Callable[[Msg], Awaitable[None]]) -> Callable[[Msg], Awaitable[None]]:
+    """A message this display cannot read is reported and skipped; it must not stop the supervisor."""
+
+    async def handle(msg: Msg) -> None:
+        try:
+            await handler(msg)
+        except ValidationError as exc:
+            log.warning("ignored an unreadable message on %s: %s", msg.subject, exc.errors(include_url=False))
+
+    return handle
 
 
 @dataclass
@@ -68,7 +85,8 @@ class PipelineWatch:
             LIVE_METRICS.subject: self._on_metrics,
             DEAD_LETTER.subject: self._on_dead_letter,
         }
-        for subject, handler in handlers.items():
+        for subject, raw_handler in handlers.items():
+            handler = _tolerant(raw_handler)
             if subject == LIVE_METRICS.subject:
                 self._subs.append(await bus.subscribe_live(subject, handler))
             else:
