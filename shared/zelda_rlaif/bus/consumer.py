@@ -104,17 +104,20 @@ async def _process(
 ) -> None:
     meta = msg.metadata
     delivery = Delivery(msg.subject, meta.num_delivered, spec.max_deliver, meta.sequence.stream)
-    ids = _context_of(msg.data)
-    with log_context(consumer=spec.durable, **ids):
+
+    async def give_up(reason: str) -> None:
+        """Dead-letter with the reason, then terminate: JetStream must not deliver it again."""
+        letter = await dead_letter(bus, spec, msg.subject, msg.data, reason, delivery.deliveries,
+                                   delivery.stream_sequence)
+        await msg.term()
+        if on_dead_letter:
+            await on_dead_letter(letter)
+
+    with log_context(consumer=spec.durable, **_context_of(msg.data)):
         try:
             event = spec.topic.model.model_validate_json(msg.data)
         except ValidationError as exc:
-            reason = f"invalid {spec.topic.model.__name__} payload: {exc.errors(include_url=False)}"
-            letter = await dead_letter(bus, spec, msg.subject, msg.data, reason, delivery.deliveries,
-                                       delivery.stream_sequence)
-            await msg.term()
-            if on_dead_letter:
-                await on_dead_letter(letter)
+            await give_up(f"invalid {spec.topic.model.__name__} payload: {exc.errors(include_url=False)}")
             return
 
         beat = asyncio.create_task(_heartbeat(msg, max(spec.ack_wait.total_seconds() / 3, 0.2)))
@@ -126,14 +129,8 @@ async def _process(
                 await msg.nak()
             raise
         except Exception as exc:
-            permanent = isinstance(exc, PermanentFailure)
-            if permanent or delivery.is_last:
-                reason = f"{type(exc).__name__}: {exc}"
-                letter = await dead_letter(bus, spec, msg.subject, msg.data, reason, delivery.deliveries,
-                                           delivery.stream_sequence)
-                await msg.term()
-                if on_dead_letter:
-                    await on_dead_letter(letter)
+            if isinstance(exc, PermanentFailure) or delivery.is_last:
+                await give_up(f"{type(exc).__name__}: {exc}")
             else:
                 delay = spec.redelivery_delay(delivery.deliveries).total_seconds()
                 log.warning("delivery %d/%d of %s failed (%s: %s); redelivering in %.1fs",
