@@ -112,7 +112,8 @@ def test_failed_requests_are_counted_and_play_goes_on(make_env: EnvFactory, llm:
     env.step(Action.NOP)  # takes in the third failure (and sends a fourth request)
     assert (guide.counts.failures, guide.counts.requests) == (3, 4)
     assert guide.counts.answers == 0 and guide.live is None
-    expected = {"http_500": "HTTP 500", "prose": "not JSON", "broken_json": "not JSON", "timeout": "no answer"}
+    expected = {"http_500": "HTTP 500", "prose": "instead of JSON", "broken_json": "instead of JSON",
+                "timeout": "no answer"}
     assert guide.last_failure is not None and expected[fault] in guide.last_failure
     _, _, _, _, info = env.step(Action.NOP)
     assert not any(name.startswith("guidance") for name in info["components"])

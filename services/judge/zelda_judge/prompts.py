@@ -9,7 +9,6 @@ as characters / 4 for text plus ``IMAGE_TOKENS`` per image.
 
 from __future__ import annotations
 
-import base64
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -19,6 +18,7 @@ from zelda_judge.rubric import DESCRIPTIONS, DIMENSIONS
 from zelda_judge.summary import SegmentSummary
 from zelda_rlaif.errors import ZeldaRlaifError
 from zelda_rlaif.events import JudgeKind
+from zelda_rlaif.llm import png_data_url
 from zelda_rlaif.segments import SegmentManifest
 
 CHARS_PER_TOKEN = 4
@@ -164,6 +164,6 @@ def _messages(system: str, text: str, shown: Sequence[int], frames: dict[int, by
         return [{"role": "system", "content": system}, {"role": "user", "content": text}]
     parts: list[dict[str, Any]] = [{"type": "text", "text": text}]
     for step in shown:
-        url = "data:image/png;base64," + base64.b64encode(frames[step]).decode("ascii")
+        url = png_data_url(frames[step])
         parts.append({"type": "image_url", "image_url": {"url": url}})
     return [{"role": "system", "content": system}, {"role": "user", "content": parts}]

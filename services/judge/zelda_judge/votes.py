@@ -8,7 +8,6 @@ Keys beyond the schema are ignored: they cannot change a score.
 
 from __future__ import annotations
 
-import json
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -18,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from zelda_judge.rubric import DESCRIPTIONS, DIMENSIONS
 from zelda_rlaif.events import JudgeKind
+from zelda_rlaif.llm import UnusableAnswer, json_object
 
 RATIONALE_MAX_CHARS = 400
 
@@ -85,17 +85,10 @@ class Vote:
 
 def parse_vote(kind: JudgeKind, content: str | None, seed: int | None = None) -> Vote:
     """Validate one answer; raise ``InvalidVote`` saying what was wrong with it."""
-    if not content or not content.strip():
-        raise InvalidVote("empty answer")
-    text = content.strip()
-    if text.startswith("```"):  # some models fence JSON even under structured output
-        text = text.strip("`").removeprefix("json").strip()
     try:
-        data = json.loads(text)
-    except ValueError:
-        raise InvalidVote(f"answered prose instead of JSON: {content[:80]!r}") from None
-    if not isinstance(data, dict):
-        raise InvalidVote(f"answered JSON {type(data).__name__}, not an object")
+        data = json_object(content)
+    except UnusableAnswer as exc:
+        raise InvalidVote(str(exc)) from None
     try:
         vote = VOTE_MODELS[kind].model_validate(data)
     except ValidationError as exc:

@@ -14,9 +14,7 @@ votes with retries and self-consistency, guidance asks once and moves on).
 from __future__ import annotations
 
 import asyncio
-import base64
 import io
-import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,6 +26,7 @@ from pydantic import SecretStr
 from zelda_rlaif.errors import ZeldaRlaifError
 from zelda_rlaif.game.actions import ACTION_NAMES
 from zelda_rlaif.game.guidance.config import GuidanceConfig, Source
+from zelda_rlaif.llm import UnusableAnswer, json_object, png_data_url
 
 REASON_MAX_CHARS = 200
 
@@ -71,10 +70,10 @@ def response_format() -> dict[str, Any]:
     return {"type": "json_schema", "json_schema": {"name": "guidance_suggestion", "schema": schema, "strict": True}}
 
 
-def png_data_url(screen: np.ndarray) -> str:
+def screen_data_url(screen: np.ndarray) -> str:
     buffer = io.BytesIO()
     Image.fromarray(screen).save(buffer, format="PNG", compress_level=1)
-    return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
+    return png_data_url(buffer.getvalue())
 
 
 def build_messages(source: Source, summary: str, screen: np.ndarray | None) -> list[dict[str, Any]]:
@@ -83,7 +82,7 @@ def build_messages(source: Source, summary: str, screen: np.ndarray | None) -> l
             raise ValueError("a vision request needs the screen of its step")
         content: Any = [
             {"type": "text", "text": "The current screen is attached. Known state:\n" + summary},
-            {"type": "image_url", "image_url": {"url": png_data_url(screen)}},
+            {"type": "image_url", "image_url": {"url": screen_data_url(screen)}},
         ]
     else:
         content = "Current state:\n" + summary
@@ -92,17 +91,10 @@ def build_messages(source: Source, summary: str, screen: np.ndarray | None) -> l
 
 def parse_answer(content: object) -> tuple[int, str]:
     """``(action index, reason)`` from the model's message content; ``GuidanceRequestError`` when unusable."""
-    if not isinstance(content, str):
-        raise GuidanceRequestError("invalid_answer", "the answer has no text content")
-    text = content.strip()
-    if text.startswith("```"):  # some servers without structured output fence their JSON
-        text = text.strip("`").removeprefix("json").strip()
     try:
-        answer = json.loads(text)
-    except ValueError:
-        raise GuidanceRequestError("invalid_answer", f"the answer is not JSON: {content[:80]!r}") from None
-    if not isinstance(answer, dict):
-        raise GuidanceRequestError("invalid_answer", "the answer is not a JSON object")
+        answer = json_object(content)
+    except UnusableAnswer as exc:
+        raise GuidanceRequestError("invalid_answer", str(exc)) from None
     action, reason = answer.get("action"), answer.get("reason")
     name = action.strip().lower() if isinstance(action, str) else None
     if name not in ACTION_NAMES:
