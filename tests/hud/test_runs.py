@@ -87,7 +87,7 @@ def test_memory_is_bounded() -> None:
     view = RunView("r", LIMITS, T0)
     for i in range(20):
         view.add_metrics(LiveMetrics(run_id="r", epoch=0, env_steps=i, episodes=0, env_steps_per_s=1.0,
-                                     mean_episode_return=float("nan")))
+                                     mean_episode_return=None))
         view.add_judged(SegmentJudged(run_id="r", epoch=0, segment_id=f"s{i}", kind=JudgeKind.VISION,
                                       backend="rules", model="m", scores={}, agreement=1.0, votes=1, rationale=""))
     assert len(view.history) == LIMITS.history_points and view.history[-1]["env_steps"] == 19

@@ -35,8 +35,7 @@ class ZeldaCallbacks(RLlibCallback):
             guidance = episode.custom_data.setdefault("guidance", {})
             for name, value in info["guidance"].items():
                 guidance[name] = guidance.get(name, 0) + value
-        state = info.get("state", {})
-        room = (state.get("group", 0), state.get("room", 0))
+        room = info.get("room", (0, 0))
         rooms = episode.custom_data.setdefault("rooms", set())
         if room not in rooms:
             rooms.add(room)

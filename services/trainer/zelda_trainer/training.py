@@ -146,7 +146,9 @@ class Trainer:
         # RLlib restores the learner but not the remote env runners: without this sync the first iteration
         # after a resume would sample with the freshly initialised (random) policy.
         assert algo.env_runner_group is not None
-        algo.env_runner_group.sync_weights(from_worker_or_learner_group=algo.learner_group, inference_only=True)
+        # Wait for every runner to confirm (the default timeout of 0 only fires the update off).
+        algo.env_runner_group.sync_weights(from_worker_or_learner_group=algo.learner_group, inference_only=True,
+                                           timeout_seconds=120)
         self.restored_fingerprint = latest.policy_fingerprint
         self.runner_fingerprints_after_restore = self._runner_fingerprints(algo)
         log.info("resumed run %s from epoch %d (%d env steps)", self.run_id, latest.epoch, latest.env_steps)

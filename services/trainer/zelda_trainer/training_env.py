@@ -72,11 +72,15 @@ class TrainingEnv(gym.Wrapper[Any, int, Any, int]):
                                  info["state"], np.asarray(obs), screen if want_export_frame else None)
         if want_live_frame and self.live is not None and screen is not None:
             self.live.offer(self.zelda.step_count, screen, info["state"])
+        # RLlib keeps every step's info in its episodes: hand it only what the callbacks read, not the full
+        # state record (that goes to the exported state log above).
+        state = info["state"]
+        slim: dict[str, Any] = {"components": info["components"], "room": (state["group"], state["room"])}
         if self.zelda.guidance is not None:
             counts = self.zelda.guidance.take_counts()  # only the counters that changed this step
             if counts:
-                info["guidance"] = counts
-        return obs, float(reward), terminated, truncated, info
+                slim["guidance"] = counts
+        return obs, float(reward), terminated, truncated, slim
 
     def close(self) -> None:
         if self.live is not None:
