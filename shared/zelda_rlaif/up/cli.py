@@ -32,7 +32,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--nats-url", help="use this NATS instead of an embedded one")
     parser.add_argument("--store-url", help="use this store (e.g. s3://bucket/prefix; credentials from ZELDA_STORE_*)")
     parser.add_argument("--hud-port", type=int, default=0, help="HUD port (default: a free one)")
-    parser.add_argument("--resume", action="store_true", help="continue the run in --run-dir from its checkpoint")
+    parser.add_argument("--resume", action="store_true",
+                        help="continue the latest run in --run-dir from its checkpoint")
     parser.add_argument("--finish-timeout", type=float, default=600,
                         help="seconds to wait after training for the last scores and reward model")
 
@@ -58,9 +59,8 @@ def run(args: argparse.Namespace) -> int:
             raise SettingsError(f"nothing to resume in {run_dir}: run without --resume first")
         run_id = json.loads(run_file.read_text())["run_id"]
     else:
-        if run_file.exists() and not args.run_id:
-            raise SettingsError(f"{run_dir} already holds run {json.loads(run_file.read_text())['run_id']}: "
-                                "pass --resume to continue it or --run-dir for a new one")
+        # Runs share the directory's store (every key starts with the run id); run.json names the latest,
+        # which is the one --resume continues.
         run_id = args.run_id or f"run-{uuid.uuid4().hex[:8]}"
         run_dir.mkdir(parents=True, exist_ok=True)
         run_file.write_text(json.dumps({"run_id": run_id}))
