@@ -122,7 +122,6 @@ async def supervise(options: UpOptions, nats_url: str, store_url: str, console: 
         with Live(progress_table(options, watch, processes), console=console, refresh_per_second=2,
                   transient=False) as live:
             finish_deadline: float | None = None
-            first_epoch = min(watch.epochs_exported, default=None)
             while not stop_requested.is_set():
                 await asyncio.sleep(0.5)
                 live.update(progress_table(options, watch, processes))
