@@ -18,13 +18,13 @@ from pathlib import Path
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
-from nats.aio.msg import Msg  # noqa: E402
+from nats.aio.msg import Msg
 
-from zelda_rlaif.bus import Bus  # noqa: E402
-from zelda_rlaif.embedded_nats import EmbeddedNats  # noqa: E402
-from zelda_rlaif.settings import NatsSettings  # noqa: E402
-from zelda_rlaif.subjects import LIVE_FRAMES  # noqa: E402
-from zelda_trainer.training_env import TrainingEnv  # noqa: E402
+from zelda_rlaif.bus import Bus
+from zelda_rlaif.embedded_nats import EmbeddedNats
+from zelda_rlaif.settings import NatsSettings
+from zelda_rlaif.subjects import LIVE_FRAMES
+from zelda_trainer.training_env import TrainingEnv
 
 
 def steps_per_s(env: TrainingEnv, seconds: float) -> float:
