@@ -4,7 +4,6 @@ HUD subject (real NATS), and the guidance counters through the real RLlib callba
 from __future__ import annotations
 
 import asyncio
-import itertools
 from typing import Any
 
 import pytest
@@ -88,8 +87,7 @@ async def test_a_published_suggestion_reaches_the_hud_subject(bus: Bus, nats_set
 async def test_the_live_training_env_streams_suggestions_and_reports_counts_to_the_metrics(
     bus: Bus, nats_settings: NatsSettings, run_id: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.delenv("ZELDA_NO_LIVE", raising=False)
-    monkeypatch.setattr(training_env, "_vector_index", itertools.count())  # this env is vector 0: the live one
+    monkeypatch.setattr(training_env.TrainingEnv, "live_stream_taken", False)  # this env is the live one
     received, sub = await collect(bus, run_id)
     config = {
         "env": {"start_jitter": 0, "max_steps": 5000, "rewards": {"rnd": 0.0},

@@ -20,6 +20,6 @@ def ray_local() -> Iterator[None]:
 
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
              _temp_dir=tempfile.mkdtemp(prefix="ray-tests-"),
-             runtime_env={"env_vars": {**S3_TEST_KEYS, "OMP_NUM_THREADS": "1", "ZELDA_NO_LIVE": "1"}})
+             runtime_env={"env_vars": {**S3_TEST_KEYS, "OMP_NUM_THREADS": "1"}})
     yield
     ray.shutdown()

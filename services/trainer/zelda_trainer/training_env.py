@@ -8,8 +8,7 @@ It is created inside each env runner process from a plain ``env_config`` dict, s
 from __future__ import annotations
 
 import itertools
-import os
-from typing import Any
+from typing import Any, ClassVar
 
 import gymnasium as gym
 import numpy as np
@@ -27,6 +26,9 @@ _vector_index = itertools.count()  # per process: RLlib gives every sub-env of a
 
 
 class TrainingEnv(gym.Wrapper[Any, int, Any, int]):
+    # Per process: at most one env streams to the HUD; it hands the stream back on close.
+    live_stream_taken: ClassVar[bool] = False
+
     def __init__(self, env_config: dict[str, Any]) -> None:
         env = ZeldaEnv(EnvConfig(**env_config["env"]))
         super().__init__(env)
@@ -43,9 +45,10 @@ class TrainingEnv(gym.Wrapper[Any, int, Any, int]):
         self.live: LiveFramePublisher | None = None
         self.guidance_feed: SuggestionPublisher | None = None
         live = env_config.get("live")
-        # One env of the whole run streams to the HUD: the first env of the first remote runner (or the local
-        # one when sampling happens in the driver).
-        if live and vector == 0 and worker == int(live["worker_index"]) and not os.environ.get("ZELDA_NO_LIVE"):
+        # One env of the whole run streams to the HUD: an env of the first remote runner (or of the local one
+        # when sampling happens in the driver). It hands the stream back on close, so a rebuilt env takes over.
+        if live and not TrainingEnv.live_stream_taken and worker == int(live["worker_index"]):
+            TrainingEnv.live_stream_taken = True
             nats = load_settings(NatsSettings, **({"url": env_config["nats_url"]} if "nats_url" in env_config else {}))
             self.live = LiveFramePublisher(nats, live["run_id"], self.source_id,
                                            float(live["fps"]))
@@ -85,6 +88,7 @@ class TrainingEnv(gym.Wrapper[Any, int, Any, int]):
     def close(self) -> None:
         if self.live is not None:
             self.live.close()
+            TrainingEnv.live_stream_taken = False
         if self.guidance_feed is not None:
             self.guidance_feed.close()
         super().close()
