@@ -42,6 +42,6 @@ async def test_live_frames_are_published_as_pngs_with_state(bus: Bus, nats_setti
     await sub.unsubscribe()
     assert frames, "no live frame arrived"
     first = frames[0]
-    assert first.png.startswith(b"\x89PNG") and first.env_id == "w0v0"
+    assert first.png.startswith(b"\x89PNG") and first.env_id == env.source_id
     assert {"room", "x", "y", "health", "menu_open"} <= set(first.state)
     assert [f.step for f in frames] == sorted(f.step for f in frames)
