@@ -22,7 +22,6 @@ log = logging.getLogger(__name__)
 class LoadedModel:
     epoch: int  # the epoch whose scores trained it
     data: bytes
-    received_at: float  # loop time, for the timeline
 
 
 class RewardModelFollower:
@@ -43,7 +42,7 @@ class RewardModelFollower:
             return
         if event.model_epoch is not None and (self.newest is None or event.model_epoch > self.newest.epoch):
             data = await asyncio.to_thread(self.store.get_bytes, keys.reward_model(self.run_id, event.model_epoch))
-            self.newest = LoadedModel(event.model_epoch, data, asyncio.get_running_loop().time())
+            self.newest = LoadedModel(event.model_epoch, data)
             log.info("reward model of epoch %d received (validation accuracy %s)", event.model_epoch,
                      event.validation_accuracy)
         elif not event.accepted:

@@ -43,7 +43,6 @@ class EpochReport:
     mean_return: float | None
     mean_rooms: float | None
     reward_model_epoch: int | None
-    ended_at: float
 
 
 @dataclass
@@ -88,7 +87,6 @@ class Trainer:
         # Set on resume: the saved policy's fingerprint and what each env runner samples with after the sync.
         self.restored_fingerprint: float | None = None
         self.runner_fingerprints_after_restore: list[float] = []
-        self.timeline: list[tuple[float, str]] = []
 
     async def run(self) -> TrainingSummary:
         started = time.monotonic()
@@ -158,7 +156,6 @@ class Trainer:
                          progress: ConsoleProgress) -> EpochReport:
         if self.settings.shaping_mode is ShapingMode.SYNC and epoch > 0:
             update = await follower.wait_for_epoch(epoch - 1, self.settings.sync_timeout_s)
-            self._mark(f"epoch {epoch}: reward model update for epoch {epoch - 1} received (sync)")
             log.info("sync mode: epoch %d starts after the reward model update of epoch %d (accepted=%s)",
                      epoch, epoch - 1, update.accepted)
         await asyncio.to_thread(self._foreach_env, "set_epoch", epoch)
@@ -182,15 +179,14 @@ class Trainer:
         episodes = metrics.lifetime_episodes(result)
         await bus.publish(EPOCH_EXPORTED, EpochExported(run_id=self.run_id, epoch=epoch, segments_exported=segments,
                                                         env_steps=steps, episodes=episodes))
-        self._mark(f"epoch {epoch} exported: {segments} segments")
+        log.info("epoch %d exported: %d segments", epoch, segments)
         model_epoch = self._applied_model.epoch if self._applied_model else None
         meta = checkpoints.CheckpointMetadata(
             run_id=self.run_id, epoch=epoch, mean_return=metrics.mean_return(result), env_steps=steps,
             episodes=episodes, wall_time_s=time.monotonic() - epoch_started, reward_model_epoch=model_epoch,
             policy_fingerprint=checkpoints.fingerprint(algo.get_module().get_state(inference_only=True)))
         await asyncio.to_thread(checkpoints.save, self.store, algo, meta)
-        return EpochReport(epoch, steps, segments, meta.mean_return, metrics.mean_rooms(result), model_epoch,
-                           time.time())
+        return EpochReport(epoch, steps, segments, meta.mean_return, metrics.mean_rooms(result), model_epoch)
 
     async def _apply_newest_model(self, follower: RewardModelFollower) -> None:
         newest = follower.newest
@@ -198,7 +194,7 @@ class Trainer:
             return
         await asyncio.to_thread(self._foreach_env, "set_reward_model", newest.data, newest.epoch)
         self._applied_model = newest
-        self._mark(f"reward model of epoch {newest.epoch} loaded into every env")
+        log.info("reward model of epoch %d loaded into every env", newest.epoch)
 
     async def _announce_segments(self, bus: Bus, epoch: int) -> int:
         """Publish ``segment.exported`` for every complete segment of the epoch not yet announced."""
@@ -245,7 +241,3 @@ class Trainer:
         return list(algo.env_runner_group.foreach_env_runner(
             lambda runner: checkpoints.fingerprint(runner.module.get_state(inference_only=True)),
             local_env_runner=False))
-
-    def _mark(self, what: str) -> None:
-        self.timeline.append((time.time(), what))
-        log.info(what)
