@@ -112,3 +112,17 @@ def test_oracle_needs_a_state(oracle_paths: tuple[Path, Path]) -> None:
     rom, _ = oracle_paths
     with pytest.raises(ValueError, match="needs a save state"):
         ZeldaEnv(EnvConfig(rom=rom))
+
+
+def test_oracle_puzzle_state_is_the_current_rooms_flags() -> None:
+    """Decoded from RAM alone (no ROM needed): the flags of the room the player is in, per map group."""
+    from zelda_rlaif.game.ram import RamDecoder
+
+    memory = dict.fromkeys(range(0xC000, 0xE000), 0)
+    memory[0xCC49], memory[0xCC4C] = 0, 0x5A  # overworld, room $5A
+    memory[0xC700 + 0x5A] = 0x10 | 0x20 | 0x03  # VISITED | ITEM | two door/switch bits
+    memory[0xC900 + 0x5A] = 0xFF  # another group's table: must not leak in
+    decoder = RamDecoder(get_profile("oracle-of-seasons"))
+    assert decoder.raw(memory)["puzzle_flags"] == 0x03
+    memory[0xCC49] = 4  # a dungeon: its own table
+    assert decoder.raw(memory)["puzzle_flags"] == 0xCF

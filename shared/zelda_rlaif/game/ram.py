@@ -41,7 +41,19 @@ def make_reader(field: RamField) -> Reader:
             return lambda m: sum(m[address + i].bit_count() for i in range(size))
         case Encoding.SUM:
             return lambda m: sum(m[address + i] for i in range(size))
-    raise ValueError(f"unknown encoding {field.encoding}")
+    raise ValueError(f"encoding {field.encoding} needs the profile (see RamDecoder)")
+
+
+def room_flags_reader(profile: GameProfile, field: RamField) -> Reader:
+    """The current room's entry in the room-flag table of the current group (indirect: group, room, table)."""
+    group, room = make_reader(profile.ram["group"]), make_reader(profile.ram["room"])
+    tables, mask = profile.room_flags, field.mask
+
+    def read(m: Memory) -> int:
+        table = tables.get(group(m))
+        return m[table + room(m)] & mask if table is not None else 0
+
+    return read
 
 
 class RamDecoder:
@@ -50,13 +62,18 @@ class RamDecoder:
     def __init__(self, profile: GameProfile) -> None:
         self.profile = profile
         self._readers = tuple(
-            (name, make_reader(profile.ram[name])) for name in STATE_FIELDS if name in profile.ram
+            (name, self._reader_for(profile.ram[name])) for name in STATE_FIELDS if name in profile.ram
         )
         self._game_state = make_reader(profile.ram["game_state"]) if "game_state" in profile.ram else None
 
     def raw(self, memory: Memory) -> dict[str, int]:
         """Every mapped state field as an integer (the cheap form used inside a step)."""
         return {name: read(memory) for name, read in self._readers}
+
+    def _reader_for(self, field: RamField) -> Reader:
+        if field.encoding is Encoding.ROOM_FLAGS:
+            return room_flags_reader(self.profile, field)
+        return make_reader(field)
 
     def enemies(self, memory: Memory) -> list[tuple[int, int]]:
         """(x, y) of each active enemy slot."""

@@ -17,14 +17,16 @@ class Encoding(StrEnum):
     BOOL = "bool"  # nonzero -> 1
     POPCOUNT = "popcount"  # number of set bits over `size` bytes (bitsets of obtained things)
     SUM = "sum"  # sum of `size` bytes (per-dungeon counters)
+    ROOM_FLAGS = "room_flags"  # the current room's byte in the profile's room-flag table, masked
 
 
 @dataclass(frozen=True)
 class RamField:
-    address: int
+    address: int  # unused for ROOM_FLAGS (the table is chosen by the current group)
     encoding: Encoding = Encoding.U8
     size: int = 1
     doc: str = ""
+    mask: int = 0xFF
 
 
 @dataclass(frozen=True)

@@ -35,8 +35,11 @@ ORACLE_OF_SEASONS = GameProfile(
         "menu_open": RamField(0xCBCB, Encoding.BOOL, doc="wOpenedMenuType"),
         "deaths": RamField(0xC61E, Encoding.BCD16LE, 2, doc="wDeathCounter"),
         "enemies": RamField(0xCC30, doc="wNumEnemies"),
-        "puzzle_flags": RamField(0xC67A, doc="wDungeonBossKeys (low byte) as puzzle progress"),
-        "door_flags": RamField(0xC67C, doc="wDungeonCompasses (low byte)"),
+        # The original implementation never exported puzzle state, so its puzzle judge always saw 0. The
+        # current room's flags (doors opened, switches, chests) are that state; VISITED/ITEM are left out.
+        "puzzle_flags": RamField(0, Encoding.ROOM_FLAGS, mask=0xFF & ~0x30,
+                                 doc="current room's flags in wPresentRoomFlags & co., without VISITED/ITEM"),
+        "door_flags": RamField(0xC67A, doc="wDungeonBossKeys (low byte): one bit per dungeon's boss key"),
         "treasure_flags": RamField(0xC692, Encoding.POPCOUNT, 16, doc="wObtainedTreasureFlags, count of set bits"),
         "essences": RamField(0xC6BB, doc="wEssencesObtained bitset"),
         "season": RamField(0xCC4E, doc="wRoomStateModifier: 0 spring .. 3 winter"),
