@@ -52,6 +52,13 @@ def run(args: argparse.Namespace) -> int:
         raise SettingsError("--llm-url needs --llm-model (the model name the server serves)")
     if args.rom and not args.state:
         raise SettingsError("--rom needs --state: a PyBoy save state of that ROM taken in gameplay")
+    if args.rom:
+        # Check the files before starting anything, so a wrong path is one sentence, not a crashed service.
+        from zelda_rlaif.game.rom import read_rom
+
+        read_rom(args.rom)
+        if not args.state.is_file():
+            raise SettingsError(f"no save state at {args.state}: give a PyBoy .state file of this ROM")
     run_dir: Path = args.run_dir.resolve()
     run_file = run_dir / "run.json"
     if args.resume:
