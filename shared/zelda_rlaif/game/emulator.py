@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import io
 import logging
-import os
 from pathlib import Path
 
 import numpy as np
@@ -34,7 +33,6 @@ class Emulator:
         self.profile = self.rom.profile
         self.decoder = RamDecoder(self.profile)
         logging.getLogger("pyboy").setLevel(logging.ERROR)
-        os.environ.setdefault("PYBOY_NO_BANNER", "1")
         self.pyboy = PyBoy(str(self.rom.path), window="null", sound_emulated=sound_emulated,
                            cgb=self.profile.cgb, log_level="ERROR")
         self.pyboy.set_emulation_speed(0)
