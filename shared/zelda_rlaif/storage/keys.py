@@ -31,10 +31,6 @@ def _epoch(epoch: int) -> str:
 # Episodes and segments
 
 
-def run_episodes(run_id: str) -> str:
-    return f"episodes/{run_id}/"
-
-
 def epoch_segments(run_id: str, epoch: int) -> str:
     return f"episodes/{run_id}/{_epoch(epoch)}/"
 
