@@ -52,6 +52,8 @@ async def main(seconds: float) -> None:
     live = TrainingEnv({"env": {"max_steps": 10**9}, "nats_url": url,
                         "live": {"run_id": "bench", "fps": 15, "worker_index": 0}})
     plain = TrainingEnv({"env": {"max_steps": 10**9}})
+    live.attach(worker_index=0, vector_index=0)
+    plain.attach(worker_index=0, vector_index=1)
     rates: dict[str, list[float]] = {"off": [], "on": []}
     live_time = 0.0
     for _ in range(3):

@@ -47,17 +47,19 @@ def raw_limit(processes: int, seconds: float, frame_skip: int) -> float:
     return sum(rates)
 
 
-def training_rate(runners: int, envs_per_runner: int, iterations: int) -> tuple[float, float]:
+def training_rate(runners: int, envs_per_runner: int, iterations: int,
+                  ppo_overrides: dict[str, int]) -> tuple[float, float]:
     import ray
 
     from zelda_trainer import metrics
-    from zelda_trainer.algorithm import build_config
-    from zelda_trainer.settings import TrainerSettings
+    from zelda_trainer.algorithm import build_config, set_learner_threads
+    from zelda_trainer.settings import PPOSettings, TrainerSettings
 
     ray.init(num_cpus=runners, include_dashboard=False, log_to_driver=False,
              _temp_dir=tempfile.mkdtemp(prefix="ray-bench-"))
     settings = TrainerSettings(run_id="bench", num_env_runners=runners, envs_per_runner=envs_per_runner,
-                               export_fraction=0.0, live_frames=False)
+                               export_fraction=0.0, live_frames=False, ppo=PPOSettings.model_validate(ppo_overrides))
+    set_learner_threads(settings)  # as the trainer does
     algo = build_config(settings, "testworld", 0).build_algo()
     algo.train()  # warm-up: actor start, first compilation of everything
     start_steps = metrics.lifetime_env_steps(algo.train())
@@ -79,12 +81,17 @@ def main() -> None:
     parser.add_argument("--envs-per-runner", type=int, default=8)
     parser.add_argument("--iterations", type=int, default=6)
     parser.add_argument("--raw-seconds", type=float, default=10.0)
+    for name in ("train_batch_size", "minibatch_size", "num_epochs"):  # unset: the trainer's defaults
+        parser.add_argument(f"--{name.replace('_', '-')}", type=int, dest=name)
     args = parser.parse_args()
+    ppo = {name: getattr(args, name) for name in ("train_batch_size", "minibatch_size", "num_epochs")
+           if getattr(args, name) is not None}
 
     limit = raw_limit(args.runners, args.raw_seconds, frame_skip=4)
-    trained, sampling_only = training_rate(args.runners, args.envs_per_runner, args.iterations)
+    trained, sampling_only = training_rate(args.runners, args.envs_per_runner, args.iterations, ppo)
     per_emulator = trained / (args.runners * args.envs_per_runner)
-    print(f"cores/env runners: {args.runners}, {args.envs_per_runner} emulators per runner, frame_skip 4, test world")
+    print(f"cores/env runners: {args.runners}, {args.envs_per_runner} emulators per runner, frame_skip 4, test world, "
+          f"PPO overrides: {ppo or 'none'}")
     print(f"  raw PyBoy limit (R processes side by side)  {limit:>9.0f} env steps/s")
     print(f"  PPO sample + train (wall clock)             {trained:>9.0f} env steps/s")
     print(f"  PPO sampling phase only                     {sampling_only:>9.0f} env steps/s")

@@ -25,6 +25,7 @@ async def test_live_frames_are_published_as_pngs_with_state(bus: Bus, nats_setti
     sub = await bus.subscribe_live(LIVE_FRAMES.subject, on_frame)
     env = TrainingEnv({"env": {"max_steps": 100_000}, "nats_url": nats_settings.url,
                        "live": {"run_id": run_id, "fps": 60, "worker_index": 0}})
+    env.attach(worker_index=0, vector_index=0)
     env.reset(seed=0)
 
     async def play() -> None:

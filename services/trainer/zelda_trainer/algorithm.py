@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from ray.rllib.algorithms.ppo import PPOConfig
@@ -11,7 +12,7 @@ from ray.tune.registry import register_env
 from zelda_trainer.callbacks import ZeldaCallbacks
 from zelda_trainer.rl_module import ZeldaMLPModule
 from zelda_trainer.settings import TrainerSettings
-from zelda_trainer.training_env import ENV_NAME, make_training_env
+from zelda_trainer.vector_env import ENV_NAME, make_training_vector_env
 
 
 def env_config(settings: TrainerSettings, profile: str, epoch: int) -> dict[str, Any]:
@@ -52,8 +53,19 @@ def learner_gpus(settings: TrainerSettings) -> float:
     return 1.0 if ray.is_initialized() and ray.cluster_resources().get("GPU", 0) >= 1 else 0.0
 
 
+def set_learner_threads(settings: TrainerSettings) -> None:
+    """Give a CPU learner in the driver its torch threads (env runners keep 1 each through OMP_NUM_THREADS)."""
+    import torch
+
+    if learner_gpus(settings):
+        torch.set_num_threads(1)  # the driver only coordinates; the learner actor has the GPU
+        return
+    cores = settings.ray_num_cpus if settings.ray_num_cpus and not settings.ray_address else None
+    torch.set_num_threads(settings.learner_threads or cores or len(os.sched_getaffinity(0)))
+
+
 def build_config(settings: TrainerSettings, profile: str, epoch: int) -> PPOConfig:
-    register_env(ENV_NAME, make_training_env)
+    register_env(ENV_NAME, make_training_vector_env)
     ppo = settings.ppo
     gpus = learner_gpus(settings)
     config = (
@@ -64,6 +76,8 @@ def build_config(settings: TrainerSettings, profile: str, epoch: int) -> PPOConf
             num_envs_per_env_runner=settings.envs_per_runner,
             num_cpus_per_env_runner=1,
             rollout_fragment_length="auto",
+            # The env creator builds all of a runner's emulators as one TrainingVectorEnv (see vector_env.py).
+            gym_env_vectorize_mode="vector_entry_point",
         )
         # A GPU learner runs as its own actor (on the GPU worker group of a KubeRay cluster); a CPU learner
         # runs in the driver, which saves an actor on small machines.

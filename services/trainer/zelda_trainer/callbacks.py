@@ -24,32 +24,27 @@ GUIDANCE_COUNTERS = tuple(GuidanceCounts().as_dict())
 
 
 class ZeldaCallbacks(RLlibCallback):
-    def on_episode_step(self, *, episode: Any, **kwargs: Any) -> None:
-        info = episode.get_infos(-1)
-        if not info:
-            return
-        totals = episode.custom_data.setdefault("components", {})
-        for name, value in info.get("components", {}).items():
-            totals[name] = totals.get(name, 0.0) + value
-        if "guidance" in info:
-            guidance = episode.custom_data.setdefault("guidance", {})
-            for name, value in info["guidance"].items():
-                guidance[name] = guidance.get(name, 0) + value
-        room = info.get("room", (0, 0))
-        rooms = episode.custom_data.setdefault("rooms", set())
-        if room not in rooms:
-            rooms.add(room)
+    """Reads the news that ``TrainingEnv`` puts in its (otherwise empty) step infos: first entries into rooms,
+    and the episode's totals on its last step. Nothing is summed here: this runs for every env step."""
+
+    def on_environment_created(self, *, env_runner: Any, env: Any, env_context: Any, **kwargs: Any) -> None:
+        env.unwrapped.attach(env_context.worker_index)
+
+    def on_episode_step(self, *, episode: Any, metrics_logger: Any = None, **kwargs: Any) -> None:
+        new_rooms = episode.get_infos(-1).get("new_rooms")
+        if new_rooms and metrics_logger is not None:
             # Logged on first entry, not at episode end, so coverage shows up while long episodes run.
-            metrics_logger = kwargs.get("metrics_logger")
-            if metrics_logger is not None:
-                metrics_logger.log_value(f"zelda/room/{room[0]}_{room[1]}", 1, reduce="sum")
+            for group, room in new_rooms:
+                metrics_logger.log_value(f"zelda/room/{group}_{room}", 1, reduce="sum")
 
     def on_episode_end(self, *, episode: Any, metrics_logger: Any = None, **kwargs: Any) -> None:
-        rooms = episode.custom_data.get("rooms", set())
-        metrics_logger.log_value("zelda/rooms_visited", len(rooms), reduce="mean", window=100)
-        for name, value in episode.custom_data.get("components", {}).items():
+        summary = episode.get_infos(-1).get("episode")
+        if summary is None:  # an episode cut short by an env failure has no totals
+            return
+        metrics_logger.log_value("zelda/rooms_visited", summary["rooms_visited"], reduce="mean", window=100)
+        for name, value in summary["components"].items():
             metrics_logger.log_value(f"zelda/reward/{name}", value, reduce="mean", window=100)
-        guidance = episode.custom_data.get("guidance")
+        guidance = summary.get("guidance")
         if guidance:
             for name in GUIDANCE_COUNTERS:  # zeros too, so a counter that never moved still shows as 0
                 metrics_logger.log_value(f"zelda/guidance/{name}", guidance.get(name, 0), reduce="sum")

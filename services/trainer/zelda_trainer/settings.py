@@ -62,6 +62,10 @@ class TrainerSettings(BaseSettings):
     num_gpus_per_learner: float | None = Field(
         None, ge=0, description="GPUs for the learner; unset: 1 when the Ray cluster has a GPU, else 0 (CPU)"
     )
+    learner_threads: int | None = Field(
+        None, ge=1, description="torch threads of a CPU learner (it runs in the driver); unset: every core the "
+        "driver may use, since PPO samples and learns in turn and the env runners' cores are idle while it learns"
+    )
     ray_address: str | None = Field(None, description="existing Ray cluster address; unset starts a local Ray")
     ray_num_cpus: int | None = Field(None, ge=1, description="CPUs for a local Ray (default: all)")
     shaping_mode: ShapingMode = Field(ShapingMode.PIPELINED, description="pipelined or sync")

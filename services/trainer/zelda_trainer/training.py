@@ -105,10 +105,10 @@ class Trainer:
             await bus.close()
 
     async def _train(self, bus: Bus, follower: RewardModelFollower, started: float) -> TrainingSummary:
-        import torch
+        from zelda_trainer.algorithm import set_learner_threads
 
-        torch.set_num_threads(1)
         init_ray(self.settings)
+        set_learner_threads(self.settings)
         start_epoch, algo = await asyncio.to_thread(self._build_or_restore)
         self._algo = algo
         summary = TrainingSummary(self.run_id, start_epoch)

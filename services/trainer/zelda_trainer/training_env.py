@@ -7,7 +7,7 @@ It is created inside each env runner process from a plain ``env_config`` dict, s
 
 from __future__ import annotations
 
-import itertools
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import gymnasium as gym
@@ -21,11 +21,25 @@ from zelda_rlaif.storage import open_store
 from zelda_trainer.export import ExportPlan, SegmentExporter
 from zelda_trainer.live import LiveFramePublisher
 
-ENV_NAME = "zelda-rlaif-training"
-_vector_index = itertools.count()  # per process: RLlib gives every sub-env of a runner the same context
 
+@dataclass
+class EpisodeTally:
+    """What the RLlib callbacks report about an episode, summed inside the env (see ``TrainingEnv.step``)."""
 
+    components: dict[str, float] = field(default_factory=dict)
+    guidance: dict[str, int] = field(default_factory=dict)
+    rooms_visited: int = 1  # the start room
+    new_rooms: list[tuple[int, int]] = field(default_factory=list)
+
+    def summary(self) -> dict[str, Any]:
+        summary: dict[str, Any] = {"rooms_visited": self.rooms_visited, "components": self.components}
+        if self.guidance:
+            summary["guidance"] = self.guidance
+        return summary
 class TrainingEnv(gym.Wrapper[Any, int, Any, int]):
+    """One emulator of an env runner. ``attach`` must name its worker and slot before the first reset: RLlib
+    tells a vector env its worker index only after building it (see ``TrainingVectorEnv.attach``)."""
+
     # Per process: at most one env streams to the HUD; it hands the stream back on close.
     live_stream_taken: ClassVar[bool] = False
 
@@ -33,35 +47,44 @@ class TrainingEnv(gym.Wrapper[Any, int, Any, int]):
         env = ZeldaEnv(EnvConfig(**env_config["env"]))
         super().__init__(env)
         self.zelda: ZeldaEnv = env
-        worker = int(getattr(env_config, "worker_index", 0))
-        vector = next(_vector_index)
-        self.source_id = f"w{worker}v{vector}"
+        self._config = env_config
+        self.source_id = ""
         self.exporter: SegmentExporter | None = None
-        if env_config.get("export"):
-            plan = ExportPlan(**env_config["export"])
-            store = open_store(load_settings(StoreSettings, **env_config.get("store", {})))
-            self.exporter = SegmentExporter(plan, store, self.source_id)
-            self.exporter.set_epoch(int(env_config.get("epoch", 0)))
         self.live: LiveFramePublisher | None = None
         self.guidance_feed: SuggestionPublisher | None = None
-        live = env_config.get("live")
+        self.tally = EpisodeTally()
+
+    def attach(self, worker_index: int, vector_index: int) -> None:
+        """Name this env (``w<worker>v<slot>``, unique within a run) and open its exporter and live stream."""
+        config, env = self._config, self.zelda
+        self.source_id = f"w{worker_index}v{vector_index}"
+        if config.get("export"):
+            plan = ExportPlan(**config["export"])
+            store = open_store(load_settings(StoreSettings, **config.get("store", {})))
+            self.exporter = SegmentExporter(plan, store, self.source_id)
+            self.exporter.set_epoch(int(config.get("epoch", 0)))
+        live = config.get("live")
         # One env of the whole run streams to the HUD: an env of the first remote runner (or of the local one
         # when sampling happens in the driver). It hands the stream back on close, so a rebuilt env takes over.
-        if live and not TrainingEnv.live_stream_taken and worker == int(live["worker_index"]):
+        if live and not TrainingEnv.live_stream_taken and worker_index == int(live["worker_index"]):
             TrainingEnv.live_stream_taken = True
-            nats = load_settings(NatsSettings, **({"url": env_config["nats_url"]} if "nats_url" in env_config else {}))
-            self.live = LiveFramePublisher(nats, live["run_id"], self.source_id,
-                                           float(live["fps"]))
+            nats = load_settings(NatsSettings, **({"url": config["nats_url"]} if "nats_url" in config else {}))
+            self.live = LiveFramePublisher(nats, live["run_id"], self.source_id, float(live["fps"]))
             # The live env's guidance suggestions go to the HUD beside its frames.
             if env.guidance is not None:
                 self.guidance_feed = SuggestionPublisher(nats, live["run_id"], self.source_id)
                 env.guidance.add_listener(self.guidance_feed.offer)
 
     def reset(self, **kwargs: Any) -> tuple[Any, dict[str, Any]]:
+        if not self.source_id:
+            raise RuntimeError("TrainingEnv.attach(worker_index, vector_index) must be called before reset")
         obs, info = self.env.reset(**kwargs)
         if self.exporter is not None:
             self.exporter.begin_episode()
-        return obs, info
+        self.tally = EpisodeTally()
+        state = info["state"]
+        self.tally.new_rooms.append((state["group"], state["room"]))  # reported with the first step
+        return obs, {}
 
     def step(self, action: int) -> tuple[Any, float, bool, bool, dict[str, Any]]:
         step = self.zelda.step_count
@@ -75,15 +98,24 @@ class TrainingEnv(gym.Wrapper[Any, int, Any, int]):
                                  info["state"], np.asarray(obs), screen if want_export_frame else None)
         if want_live_frame and self.live is not None and screen is not None:
             self.live.offer(self.zelda.step_count, screen, info["state"])
-        # RLlib keeps every step's info in its episodes: hand it only what the callbacks read, not the full
-        # state record (that goes to the exported state log above).
-        state = info["state"]
-        slim: dict[str, Any] = {"components": info["components"], "room": (state["group"], state["room"])}
+        # RLlib keeps every step's info in its episodes and the vector env merges them every step, so the env
+        # keeps the episode's tallies itself and reports only news: rooms entered for the first time, and the
+        # episode's totals on its last step (the full state record goes to the exported state log above).
+        tally, state = self.tally, info["state"]
+        for name, value in info["components"].items():
+            tally.components[name] = tally.components.get(name, 0.0) + value
+        if state["rooms_visited"] > tally.rooms_visited:
+            tally.rooms_visited = state["rooms_visited"]
+            tally.new_rooms.append((state["group"], state["room"]))
         if self.zelda.guidance is not None:
-            counts = self.zelda.guidance.take_counts()  # only the counters that changed this step
-            if counts:
-                slim["guidance"] = counts
-        return obs, float(reward), terminated, truncated, slim
+            for name, value in self.zelda.guidance.take_counts().items():  # only the counters that changed
+                tally.guidance[name] = tally.guidance.get(name, 0) + value
+        news: dict[str, Any] = {}
+        if tally.new_rooms:
+            news["new_rooms"], tally.new_rooms = tally.new_rooms, []
+        if terminated or truncated:
+            news["episode"] = tally.summary()
+        return obs, float(reward), terminated, truncated, news
 
     def close(self) -> None:
         if self.live is not None:
@@ -106,6 +138,3 @@ class TrainingEnv(gym.Wrapper[Any, int, Any, int]):
         if self.exporter is not None:
             self.exporter.reward_model_epoch = model_epoch
 
-
-def make_training_env(env_config: dict[str, Any]) -> TrainingEnv:
-    return TrainingEnv(env_config)
