@@ -28,7 +28,9 @@ class TrainingVectorEnv(gym.vector.VectorEnv[Any, Any, Any]):
     def __init__(self, env_config: dict[str, Any]) -> None:
         # RLlib adds ``num_envs`` to the env config in VECTOR_ENTRY_POINT mode.
         self.num_envs = int(env_config.get("num_envs", 1))
-        self.envs = [TrainingEnv(env_config) for _ in range(self.num_envs)]
+        self.envs: list[TrainingEnv] = []  # filled one by one so that close() frees them if one fails to build
+        for _ in range(self.num_envs):
+            self.envs.append(TrainingEnv(env_config))
         single = self.envs[0].observation_space
         if not isinstance(single, spaces.Box):
             raise ValueError("training uses the 128-D vector observation: turn pixel_observation off")

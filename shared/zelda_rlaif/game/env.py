@@ -14,11 +14,11 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from zelda_rlaif.game.actions import ACTION_NAMES, NUM_ACTIONS, Action
+from zelda_rlaif.game.actions import ACTION_NAMES, NUM_ACTIONS, START
 from zelda_rlaif.game.config import EnvConfig
 from zelda_rlaif.game.emulator import BUNDLED_ROM, Emulator
 from zelda_rlaif.game.guidance.runtime import GuidanceRuntime
-from zelda_rlaif.game.observation import ObservationBuilder
+from zelda_rlaif.game.observation import ObservationBuilder, push_action, unpack_actions
 from zelda_rlaif.game.profiles import get_profile
 from zelda_rlaif.game.rewards import CoverageTracker, StepContext, default_components
 from zelda_rlaif.game.rewards.components import Potential
@@ -58,16 +58,21 @@ class ZeldaEnv(gym.Env[Any, int]):
             self.observation_space = vector
         self.action_space: spaces.Space[int] = spaces.Discrete(NUM_ACTIONS)
 
-        self.coverage = CoverageTracker(self.profile.geometry.tile_px)
+        # Read every step: plain attributes cost less than the config's and the emulator's.
+        self._frame_skip, self._press_frames = config.frame_skip, config.press_frames
+        self._max_steps, self._pixel_observation = config.max_steps, config.pixel_observation
+        self._decoder, self._memory = self.emulator.decoder, self.emulator.memory
+        self.coverage = CoverageTracker(self.profile.geometry)
         self.observations = ObservationBuilder(self.profile, config.max_steps)
         self.guidance = GuidanceRuntime(config.guidance, self) if config.guidance.enabled else None
-        self.components, self.shaping = default_components(config.rewards, seed=0, guidance=self.guidance)
+        self.components, self.shaping = default_components(
+            config.rewards, seed=0, state_fields=self._decoder.fields, guidance=self.guidance)
         self.render_next = False  # set by a wrapper that wants this step's last frame (exports, live view)
         self._rendered = False
         self.step_count = 0
         self.still_steps = 0
         self.steps_since_new_room = 0
-        self.recent_actions: list[int] = []
+        self._recent_actions = 0  # packed by push_action
         self.episode_return = 0.0
         self._reset_episode_state()
 
@@ -86,56 +91,53 @@ class ZeldaEnv(gym.Env[Any, int]):
             self.emulator.tick(jitter)
         self._rendered = False
         self._reset_episode_state()
-        self._raw = self.emulator.decoder.raw(self.emulator.memory)
+        self._raw = self._decoder.raw(self._memory)
         group, room = self._raw.get("group", 0), self._raw.get("room", 0)
         self.coverage.enter_room(group, room)
-        self.coverage.visit_tile(group, room, self._raw.get("x", 0), self._raw.get("y", 0))
-        self._obs = self._observe(health_delta=0, new_room=False, pressed_start=False)
+        self._obs, _ = self._observe(health_delta=0, new_room=False, pressed_start=False)
         for component in self.components:
             component.reset(self._obs)
-        return self._output(self._obs), self._info({})
+        obs = self._with_pixels(self._obs) if self._pixel_observation else self._obs
+        return obs, self._info({})
 
     def step(self, action: int) -> tuple[Any, float, bool, bool, dict[str, Any]]:
         action = int(action)
+        guidance = self.guidance
         # Called every step (it takes in arrived suggestions); True when this step sends a vision request.
-        guidance_screen = self.guidance.begin_step() if self.guidance is not None else False
-        render = self.render_next or self.config.pixel_observation or guidance_screen
-        self.emulator.act(action, self.config.frame_skip, self.config.press_frames, render_last=render)
+        guidance_screen = guidance.begin_step() if guidance is not None else False
+        render = self.render_next or self._pixel_observation or guidance_screen
+        self.emulator.act(action, self._frame_skip, self._press_frames, render_last=render)
         self._rendered = render
         self.render_next = False
         self.step_count += 1
 
-        prev, cur = self._raw, self.emulator.decoder.raw(self.emulator.memory)
+        prev, cur = self._raw, self._decoder.raw(self._memory)
         group, room, x, y = cur.get("group", 0), cur.get("room", 0), cur.get("x", 0), cur.get("y", 0)
-        room_changed = (group, room) != (prev.get("group", 0), prev.get("room", 0))
+        room_changed = group != prev.get("group", 0) or room != prev.get("room", 0)
         entries_before = self.coverage.enter_room(group, room) if room_changed else 0
-        tile_before = self.coverage.visit_tile(group, room, x, y)
+        new_room = room_changed and entries_before == 0
         moved = room_changed or x != prev.get("x", 0) or y != prev.get("y", 0)
         self.still_steps = 0 if moved else self.still_steps + 1
-        self.steps_since_new_room = 0 if room_changed and entries_before == 0 else self.steps_since_new_room + 1
-        self.recent_actions.insert(0, action)
-        del self.recent_actions[4:]
+        self.steps_since_new_room = 0 if new_room else self.steps_since_new_room + 1
+        self._recent_actions = push_action(self._recent_actions, action)
 
         obs_prev = self._obs
         self._raw = cur
-        self._obs = self._observe(
-            health_delta=cur.get("health", 0) - prev.get("health", 0),
-            new_room=room_changed and entries_before == 0,
-            pressed_start=action == Action.START,
-        )
+        self._obs, tile_before = self._observe(
+            health_delta=cur.get("health", 0) - prev.get("health", 0), new_room=new_room, pressed_start=action == START)
         ctx = StepContext(prev, cur, action, room_changed, entries_before, tile_before, self.still_steps,
                           obs_prev, self._obs)
         components: dict[str, float] = {}
         for component in self.components:
             component.add(ctx, components)
-        if self.guidance is not None:
-            self.guidance.end_step(action, cur, self.still_steps)
+        if guidance is not None:
+            guidance.end_step(action, cur, self.still_steps)
         reward = float(sum(components.values()))
         self.episode_return += reward
-        truncated = self.step_count >= self.config.max_steps
         info = self._info(components)
         info["action_name"] = ACTION_NAMES[action]
-        return self._output(self._obs), reward, False, truncated, info
+        obs = self._with_pixels(self._obs) if self._pixel_observation else self._obs
+        return obs, reward, False, self.step_count >= self._max_steps, info
 
     def render(self) -> np.ndarray | None:  # type: ignore[override]
         if self.render_mode != "rgb_array":
@@ -157,6 +159,11 @@ class ZeldaEnv(gym.Env[Any, int]):
         self.shaping.set_potential(potential, getattr(self, "_obs", None))
 
     @property
+    def recent_actions(self) -> list[int]:
+        """The last four actions, most recent first."""
+        return unpack_actions(self._recent_actions)
+
+    @property
     def frame_available(self) -> bool:
         """True when the last step rendered its final frame (so ``screen()`` is current)."""
         return self._rendered
@@ -171,16 +178,17 @@ class ZeldaEnv(gym.Env[Any, int]):
         self.step_count = 0
         self.still_steps = 0
         self.steps_since_new_room = 0
-        self.recent_actions = []
+        self._recent_actions = 0
         self.episode_return = 0.0
 
-    def _observe(self, *, health_delta: int, new_room: bool, pressed_start: bool) -> np.ndarray:
-        memory = self.emulator.memory
+    def _observe(self, *, health_delta: int, new_room: bool, pressed_start: bool) -> tuple[np.ndarray, int]:
+        """The observation after counting the player's tile in the coverage; also returns the tile's earlier
+        steps."""
         return self.observations.build(
             self._raw,
-            enemies=self.emulator.decoder.enemies(memory),
+            enemies=self._decoder.enemies(self._memory),
             tracker=self.coverage,
-            recent_actions=self.recent_actions,
+            recent_actions=self._recent_actions,
             step=self.step_count,
             health_delta=health_delta,
             new_room=new_room,
@@ -189,10 +197,8 @@ class ZeldaEnv(gym.Env[Any, int]):
             pressed_start=pressed_start,
         )
 
-    def _output(self, obs: np.ndarray) -> Any:
-        if self.config.pixel_observation:
-            return {"vector": obs, "pixels": self.emulator.screen()}
-        return obs
+    def _with_pixels(self, obs: np.ndarray) -> dict[str, np.ndarray]:
+        return {"vector": obs, "pixels": self.emulator.screen()}
 
     def _info(self, components: dict[str, float]) -> dict[str, Any]:
         state = dict(self._raw)

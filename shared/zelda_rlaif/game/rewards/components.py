@@ -6,12 +6,14 @@ facts of this step) and never touch the emulator, so they are easy to test with 
 
 from __future__ import annotations
 
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
+from operator import itemgetter
 from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
-from zelda_rlaif.game.actions import Action
+from zelda_rlaif.game.actions import START
 from zelda_rlaif.game.rewards.config import RewardConfig
 from zelda_rlaif.game.rewards.guidance import GuidanceBonus
 from zelda_rlaif.game.rewards.rnd import RndCuriosity
@@ -20,7 +22,7 @@ if TYPE_CHECKING:
     from zelda_rlaif.game.guidance.runtime import GuidanceRuntime
 
 
-@dataclass
+@dataclass(slots=True)
 class StepContext:
     prev: dict[str, int]
     cur: dict[str, int]
@@ -50,37 +52,57 @@ class _Stateless:
         pass
 
 
+# The fields whose changes GameEvents rewards.
+_EVENT_FIELDS = ("deaths", "health", "rupees", "keys", "sword_level", "essences", "puzzle_flags", "door_flags",
+                 "text_active")
+
+
+def _nothing(record: dict[str, int]) -> None:
+    return None
+
+
 class GameEvents(_Stateless):
     """Rooms, health, rupees, keys, sword, essences, puzzle flags, dialog and deaths."""
 
-    def __init__(self, config: RewardConfig) -> None:
+    def __init__(self, config: RewardConfig, state_fields: Collection[str]) -> None:
+        """``state_fields``: the fields of the decoded records (the profile's)."""
         self.c = config
+        # (field, weight) pairs built once: this runs every step.
+        self._counters = (("rupees", config.rupee), ("keys", config.key), ("sword_level", config.sword))
+        self._bitsets = (("essences", config.essence), ("puzzle_flags", config.puzzle),
+                         ("door_flags", config.puzzle))
+        # On most steps none of the fields rewarded here changes: one C-level read of them all tells.
+        watched = [name for name in _EVENT_FIELDS if name in state_fields]
+        self._events_of: Callable[[dict[str, int]], object] = itemgetter(*watched) if watched else _nothing
 
     def add(self, ctx: StepContext, out: dict[str, float]) -> None:
-        c, prev, cur = self.c, ctx.prev, ctx.cur
+        c = self.c
         if ctx.room_changed:
             if ctx.room_entries_before == 0:
                 out["new_room"] = c.new_room
             else:
                 out["room_revisit"] = c.room_revisit * c.revisit_decay ** ctx.room_entries_before
-        died = cur.get("deaths", 0) > prev.get("deaths", 0)
-        if died:
-            out["death"] = c.death * (cur["deaths"] - prev["deaths"])
+        if self._events_of(ctx.cur) == self._events_of(ctx.prev):
+            return
+        prev, cur = ctx.prev.get, ctx.cur.get
+        deaths = cur("deaths", 0) - prev("deaths", 0)
+        if deaths > 0:
+            out["death"] = c.death * deaths
         else:  # a respawn refills health: that is not a reward
-            health_delta = cur.get("health", 0) - prev.get("health", 0)
+            health_delta = cur("health", 0) - prev("health", 0)
             if health_delta < 0:
                 out["health"] = c.health_lost * -health_delta
             elif health_delta > 0:
                 out["health"] = c.health_gained * health_delta
-        for name, weight in (("rupees", c.rupee), ("keys", c.key), ("sword_level", c.sword)):
-            gained = cur.get(name, 0) - prev.get(name, 0)
+        for name, weight in self._counters:
+            gained = cur(name, 0) - prev(name, 0)
             if gained > 0:
                 out[name] = weight * gained
-        for name, weight in (("essences", c.essence), ("puzzle_flags", c.puzzle), ("door_flags", c.puzzle)):
-            new_bits = cur.get(name, 0) & ~prev.get(name, 0)
+        for name, weight in self._bitsets:
+            new_bits = cur(name, 0) & ~prev(name, 0)
             if new_bits:
                 out[name] = out.get(name, 0.0) + weight * new_bits.bit_count()
-        if cur.get("text_active") and not prev.get("text_active"):
+        if cur("text_active") and not prev("text_active"):
             out["dialog"] = c.dialog
 
 
@@ -104,7 +126,7 @@ class Behaviour(_Stateless):
     def add(self, ctx: StepContext, out: dict[str, float]) -> None:
         if ctx.still_steps >= self.c.stuck_after:
             out["stuck"] = self.c.stuck
-        if ctx.action == Action.START:
+        if ctx.action == START:
             out["start_press"] = self.c.start_press
 
 
@@ -123,7 +145,7 @@ class Curiosity:
         self.rnd = RndCuriosity(seed=seed)
 
     def add(self, ctx: StepContext, out: dict[str, float]) -> None:
-        out["rnd"] = self.c.rnd * float(self.rnd.reward(ctx.obs))
+        out["rnd"] = self.c.rnd * self.rnd.reward(ctx.obs)
 
 
 class Potential(Protocol):
@@ -162,12 +184,13 @@ class Shaping:
         self._phi_prev = phi
 
 
-def default_components(config: RewardConfig, seed: int,
+def default_components(config: RewardConfig, seed: int, state_fields: Collection[str],
                        guidance: GuidanceRuntime | None = None) -> tuple[list[RewardComponent], Shaping]:
-    """The standard reward stack; the shaping component is returned separately so models can be swapped in.
-    With online guidance enabled (``guidance`` given) the alignment bonus joins the stack."""
+    """The standard reward stack for records with ``state_fields``; the shaping component is returned separately
+    so models can be swapped in. With online guidance enabled (``guidance`` given) the alignment bonus joins the
+    stack."""
     shaping = Shaping(config)
-    components: list[RewardComponent] = [GameEvents(config), Coverage(config), Behaviour(config)]
+    components: list[RewardComponent] = [GameEvents(config, state_fields), Coverage(config), Behaviour(config)]
     if config.rnd > 0:
         components.append(Curiosity(config, seed))
     if guidance is not None:
