@@ -3,6 +3,7 @@ imposes (KubeRay, Kueue, KEDA, LLMInferenceService) checked on what it renders."
 
 from __future__ import annotations
 
+import os
 import shlex
 from pathlib import Path
 from typing import Any
@@ -34,6 +35,7 @@ from tests.deploy.chart import (
 from tests.deploy.contracts import check_command, known_env_vars
 from zelda_rlaif.events import JudgeKind
 from zelda_rlaif.subjects import PIPELINE_STREAM, judge_consumer, judge_epoch_consumer
+from zelda_trainer.settings import TrainerSettings
 
 # The default values plus each environment overlay; dependencies are whatever each file says (rendering never
 # needs the dependency charts), and "no-deps" renders with both switched off and external endpoints.
@@ -380,6 +382,28 @@ def test_every_zelda_variable_is_a_real_setting(rendered: dict[str, list[Manifes
             for container in containers(pod):
                 unknown = {n for n in env_map(container) if n.startswith("ZELDA_")} - known
                 assert not unknown, f"{where}/{container['name']} sets variables no settings class reads: {unknown}"
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS)
+def test_the_trainer_accepts_the_settings_the_chart_gives_it(
+    rendered: dict[str, list[Manifest]], scenario: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The chart's numbers must make sense together (e.g. an epoch long enough for every emulator to export a
+    # segment): the trainer's own settings class is the judge, as it would be in the driver pod.
+    trainer_env = [
+        {name: value for name, value in env_map(container).items()
+         if name.startswith("ZELDA_TRAINER_") and isinstance(value, str)}
+        for manifest in rendered[scenario] for _, pod in pod_specs(manifest) for container in containers(pod)
+        if "ZELDA_TRAINER_RUN_ID" in env_map(container)
+    ]
+    assert trainer_env, "no Ray container carries the trainer's settings"
+    for name in [name for name in os.environ if name.startswith("ZELDA_")]:
+        monkeypatch.delenv(name)
+    for variables in trainer_env:
+        for name, value in variables.items():
+            monkeypatch.setenv(name, value)
+        settings = TrainerSettings()
+        assert settings.steps_per_env_per_epoch >= settings.segment_steps
 
 
 def test_network_policies_cover_every_pod_of_the_release(rendered: dict[str, list[Manifest]]) -> None:

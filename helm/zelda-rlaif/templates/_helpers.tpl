@@ -313,6 +313,8 @@ imagePullSecrets:
   value: {{ .Values.trainer.numEnvRunners | quote }}
 - name: ZELDA_TRAINER_ENVS_PER_RUNNER
   value: {{ .Values.trainer.envsPerRunner | quote }}
+- name: ZELDA_TRAINER_STEPS_PER_EPOCH
+  value: {{ .Values.trainer.stepsPerEpoch | quote }}
 - name: ZELDA_TRAINER_NUM_GPUS_PER_LEARNER
   value: {{ ternary .Values.trainer.learner.gpus 0 .Values.trainer.learner.enabled | quote }}
 - name: ZELDA_TRAINER_SHAPING_MODE

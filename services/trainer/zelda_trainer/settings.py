@@ -84,10 +84,25 @@ class TrainerSettings(BaseSettings):
     store: StoreSettings = Field(default_factory=StoreSettings)
     log: LogSettings = Field(default_factory=LogSettings)
 
+    @property
+    def steps_per_env_per_epoch(self) -> int:
+        """Env steps each emulator plays in an epoch: epochs end after whole PPO iterations, shared by all."""
+        iterations = -(-self.steps_per_epoch // self.ppo.train_batch_size)
+        return iterations * self.ppo.train_batch_size // (max(self.num_env_runners, 1) * self.envs_per_runner)
+
     @model_validator(mode="after")
     def _consistent(self) -> TrainerSettings:
         if self.ppo.minibatch_size > self.ppo.train_batch_size:
             raise ValueError("ZELDA_TRAINER_PPO_MINIBATCH_SIZE cannot exceed ZELDA_TRAINER_PPO_TRAIN_BATCH_SIZE")
+        if self.export_fraction > 0 and self.steps_per_env_per_epoch < self.segment_steps:
+            # A segment in progress is dropped at the epoch's end (every segment belongs to one epoch), so an env
+            # that plays fewer steps than a segment per epoch never exports one and the judges see nothing.
+            emulators = max(self.num_env_runners, 1) * self.envs_per_runner
+            raise ValueError(
+                f"each of the {emulators} emulators plays only ~{self.steps_per_env_per_epoch} steps per epoch, "
+                f"fewer than one segment ({self.segment_steps} steps), so no segment could be exported: raise "
+                f"ZELDA_TRAINER_STEPS_PER_EPOCH to at least {emulators * self.segment_steps}, or lower "
+                "ZELDA_TRAINER_ENVS_PER_RUNNER or ZELDA_TRAINER_SEGMENT_STEPS")
         if self.rewards.gamma != self.ppo.gamma:
             # Shaping with another discount than the learner's changes the optimal policy.
             object.__setattr__(self, "rewards", self.rewards.model_copy(update={"gamma": self.ppo.gamma}))
