@@ -10,6 +10,7 @@ from ray.rllib.core.rl_module.rl_module import RLModuleSpec
 from ray.tune.registry import register_env
 
 from zelda_trainer.callbacks import ZeldaCallbacks
+from zelda_trainer.env_runner import ZeldaEnvRunner
 from zelda_trainer.rl_module import ZeldaMLPModule
 from zelda_trainer.settings import TrainerSettings
 from zelda_trainer.vector_env import ENV_NAME, make_training_vector_env
@@ -78,6 +79,7 @@ def build_config(settings: TrainerSettings, profile: str, epoch: int) -> PPOConf
             rollout_fragment_length="auto",
             # The env creator builds all of a runner's emulators as one TrainingVectorEnv (see vector_env.py).
             gym_env_vectorize_mode="vector_entry_point",
+            env_runner_cls=ZeldaEnvRunner,  # RLlib's runner with a lean sampling loop (see env_runner.py)
         )
         # A GPU learner runs as its own actor (on the GPU worker group of a KubeRay cluster); a CPU learner
         # runs in the driver, which saves an actor on small machines.

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import torch
 from ray.rllib.core.columns import Columns
 from ray.rllib.core.rl_module.apis import ValueFunctionAPI
@@ -46,3 +47,9 @@ class ZeldaMLPModule(TorchRLModule, ValueFunctionAPI):
         if embeddings is None:
             embeddings = self._trunk(batch[Columns.OBS])
         return self._value_head(embeddings).squeeze(-1)
+
+    def action_logits(self, observations: np.ndarray) -> np.ndarray:
+        """Policy logits for a batch of observations, outside autograd: the env runners' per-step call
+        (``ZeldaEnvRunner``), which samples the actions from them in NumPy."""
+        with torch.inference_mode():
+            return self._policy_head(self._trunk(torch.from_numpy(observations))).numpy()

@@ -1,0 +1,80 @@
+"""``ZeldaEnvRunner``: its lean loop gives the learner what RLlib's own loop gives, and hands over to it cleanly."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+import pytest
+import torch
+from ray.rllib.core.columns import Columns
+
+from zelda_trainer.algorithm import build_config
+from zelda_trainer.env_runner import ZeldaEnvRunner, sample_categorical
+from zelda_trainer.settings import TrainerSettings
+
+ENVS = 3
+EPISODE_STEPS = 40
+
+
+@pytest.fixture(scope="module")
+def runner() -> Iterator[ZeldaEnvRunner]:
+    settings = TrainerSettings(run_id="runner-test", num_env_runners=0, envs_per_runner=ENVS, export_fraction=0.0,
+                               live_frames=False, episode_steps=EPISODE_STEPS, rewards={"rnd": 0.0})
+    runner = ZeldaEnvRunner(config=build_config(settings, "testworld", 0), worker_index=0)
+    yield runner
+    runner.stop()
+
+
+def test_sampled_actions_follow_the_softmax_with_their_log_probabilities() -> None:
+    logits = np.tile(np.array([[2.0, 0.0, -1.0, 0.5, -3.0, 1.0, 0.0, -0.5]], dtype=np.float32), (200_000, 1))
+    actions, logp = sample_categorical(logits, np.random.default_rng(0))
+    expected = torch.softmax(torch.from_numpy(logits[0]), 0).numpy()
+    frequencies = np.bincount(actions, minlength=8) / len(actions)
+    np.testing.assert_allclose(frequencies, expected, atol=0.004)
+    np.testing.assert_allclose(logp, np.log(expected)[actions], rtol=1e-5)
+    assert logp.dtype == np.float32
+
+
+def test_episodes_carry_what_ppo_needs_and_continue_across_samples(runner: ZeldaEnvRunner) -> None:
+    first = runner.sample(num_timesteps=60)
+    assert sum(len(episode) for episode in first) >= 60
+    module = runner.module
+    for episode in first:
+        actions = episode.get_actions()
+        logits = episode.get_extra_model_outputs(Columns.ACTION_DIST_INPUTS)
+        logp = episode.get_extra_model_outputs(Columns.ACTION_LOGP)
+        assert len(actions) == len(logits) == len(logp) == len(episode.get_rewards()) == len(episode)
+        assert len(episode.get_observations()) == len(episode) + 1
+        # The stored log-probabilities are those of the stored logits, which are the module's own.
+        recomputed = torch.log_softmax(torch.from_numpy(logits), -1).numpy()[np.arange(len(actions)), actions]
+        np.testing.assert_allclose(logp, recomputed, rtol=1e-4, atol=1e-5)
+        with torch.inference_mode():
+            module_logits = module.action_logits(episode.get_observations()[:-1])  # type: ignore[union-attr]
+        np.testing.assert_allclose(logits, module_logits, rtol=1e-4, atol=1e-5)
+    ongoing = {episode.id_: episode for episode in first if not episode.is_done}
+    assert ongoing, "an episode of 40 steps cannot have finished within 20 steps per env"
+    second = runner.sample(num_timesteps=60)
+    continued = [episode for episode in second if episode.id_ in ongoing]
+    assert continued, "the next sample continues the cut episodes"
+    for episode in continued:
+        assert episode.t_started == ongoing[episode.id_].t
+        np.testing.assert_array_equal(episode.get_observations(0), ongoing[episode.id_].get_observations(-1))
+
+
+def test_episode_ends_reset_the_env_and_start_new_episodes(runner: ZeldaEnvRunner) -> None:
+    episodes = runner.sample(num_timesteps=ENVS * EPISODE_STEPS * 2)
+    finished = [episode for episode in episodes if episode.is_done]
+    assert len(finished) >= ENVS
+    assert all(episode.is_truncated for episode in finished)
+    metrics = runner.get_metrics()
+    assert metrics["num_episodes"] >= ENVS
+
+
+def test_rllib_loop_takes_over_for_whole_episodes_then_the_lean_loop_resumes(runner: ZeldaEnvRunner) -> None:
+    runner.sample(num_timesteps=30)
+    whole = runner.sample(num_episodes=1)
+    assert whole and whole[0].is_done and whole[0].t_started == 0
+    again = runner.sample(num_timesteps=30)
+    assert sum(len(episode) for episode in again) >= 30
+    assert all(episode.t_started == 0 for episode in again), "a fresh reset after RLlib's loop"
