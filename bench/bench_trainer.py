@@ -19,7 +19,6 @@ import time
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("RAY_AUTH_MODE", "disabled")
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # as the trainer CLI sets it
 
 ORIGINAL_STEPS_PER_S_PER_EMULATOR = 15.0
 

@@ -25,9 +25,6 @@ def run(args: argparse.Namespace) -> int:
     # Before Ray or torch are imported: local Ray without token auth, one thread per worker on small hosts.
     os.environ.setdefault("RAY_AUTH_MODE", "disabled")
     os.environ.setdefault("OMP_NUM_THREADS", "1")
-    # The CPU learner's OpenMP threads must sleep, not spin, while the env runners sample: spinning threads take
-    # the runners' cores (measured: 4,423 against 7,897 training steps/s on 2 cores, docs/performance.md).
-    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     import asyncio
 
     from zelda_rlaif.logs import configure_logging
