@@ -6,6 +6,7 @@
    can, side by side: the most env steps/s these cores can emulate.
 2. Training: PPO on Ray RLlib with R env runners (k emulators each) sampling *and* training; env steps/s
    measured over iterations after a warm-up iteration.
+3. Sampling alone: the same env runners sampling as many steps with no learner update in between.
 Prints both, the ratio (target >= 0.5) and the per-emulator rate against the original design's ~15 steps/s.
 """
 
@@ -48,7 +49,8 @@ def raw_limit(processes: int, seconds: float, frame_skip: int) -> float:
 
 
 def training_rate(runners: int, envs_per_runner: int, iterations: int,
-                  ppo_overrides: dict[str, int]) -> float:
+                  ppo_overrides: dict[str, int]) -> tuple[float, float]:
+    """Env steps/s trained (sampling and learning in turn), then sampled alone by the same env runners."""
     import ray
 
     from zelda_trainer import metrics
@@ -68,9 +70,17 @@ def training_rate(runners: int, envs_per_runner: int, iterations: int,
         result = algo.train()
     elapsed = time.perf_counter() - started
     steps = metrics.lifetime_env_steps(result) - start_steps
+    # The same env runners sampling the same number of steps with no learner update in between: the rate a
+    # learner on its own device (a GPU) could approach, since PPO samples and learns in turn.
+    per_runner = algo.config.train_batch_size_per_learner // runners
+    started = time.perf_counter()
+    for _ in range(iterations):
+        algo.env_runner_group.foreach_env_runner(lambda runner: runner.sample(num_timesteps=per_runner),
+                                                 local_env_runner=False)
+    sampled = iterations * per_runner * runners / (time.perf_counter() - started)
     algo.stop()
     ray.shutdown()
-    return steps / elapsed
+    return steps / elapsed, sampled
 
 
 def main() -> None:
@@ -89,13 +99,15 @@ def main() -> None:
     from zelda_trainer.settings import TrainerSettings
 
     envs = args.envs_per_runner or TrainerSettings.model_fields["envs_per_runner"].default
-    trained = training_rate(args.runners, envs, args.iterations, ppo)
+    trained, sampled = training_rate(args.runners, envs, args.iterations, ppo)
     per_emulator = trained / (args.runners * envs)
     print(f"cores/env runners: {args.runners}, {envs} emulators per runner, frame_skip 4, test world, "
           f"PPO overrides: {ppo or 'none'}")
     print(f"  raw PyBoy limit (R processes side by side)  {limit:>9.0f} env steps/s")
     print(f"  PPO sample + train (wall clock)             {trained:>9.0f} env steps/s")
+    print(f"  env runners sampling alone (no learner)     {sampled:>9.0f} env steps/s")
     print(f"ratio training / raw limit                    {trained / limit:.2f}  (target >= 0.5)")
+    print(f"ratio sampling alone / raw limit              {sampled / limit:.2f}  (the bound with the learner elsewhere)")
     print(f"per emulator {per_emulator:.0f} steps/s = {per_emulator / ORIGINAL_STEPS_PER_S_PER_EMULATOR:.0f}x "
           f"the original design's ~{ORIGINAL_STEPS_PER_S_PER_EMULATOR:.0f} steps/s (target > 10x)")
 

@@ -32,6 +32,7 @@ def test_up_runs_two_epochs_and_closes_the_loop(tmp_path: Path) -> None:
         "ZELDA_TRAINER_EPISODE_STEPS": "400",
         "ZELDA_TRAINER_PPO_TRAIN_BATCH_SIZE": "1024",
         "ZELDA_TRAINER_PPO_MINIBATCH_SIZE": "256",
+        "ZELDA_TRAINER_ENVS_PER_RUNNER": "4",  # 256 steps per emulator and epoch: room for 2 segments each
         "ZELDA_TRAINER_FRAME_EVERY": "20",
         # The loop's plumbing is under test here, not learning quality (tests/reward_model covers that): with
         # ~20 near-identical random-play segments, validation accuracy is a coin flip around 0.6.

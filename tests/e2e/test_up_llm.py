@@ -26,7 +26,9 @@ pytestmark = pytest.mark.slow
 def test_up_with_llm_judges(tmp_path: Path) -> None:
     run_dir = tmp_path / "run"
     env = {**os.environ, "ZELDA_TRAINER_SEGMENT_STEPS": "100", "ZELDA_TRAINER_EPISODE_STEPS": "400",
-           "ZELDA_TRAINER_PPO_TRAIN_BATCH_SIZE": "1024", "ZELDA_TRAINER_PPO_MINIBATCH_SIZE": "256"}
+           "ZELDA_TRAINER_PPO_TRAIN_BATCH_SIZE": "1024", "ZELDA_TRAINER_PPO_MINIBATCH_SIZE": "256",
+           # One 1,024-step epoch: with 4 emulators per runner each plays 128 steps, room for a 100-step segment.
+           "ZELDA_TRAINER_ENVS_PER_RUNNER": "4"}
     with OpenAIServer(latency_s=0.02, model="judge-model") as llm:
         result = subprocess.run(
             [sys.executable, "-m", "zelda_rlaif.cli", "up", "--run-dir", str(run_dir), "--run-id", "llm",

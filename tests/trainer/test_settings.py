@@ -9,7 +9,7 @@ from zelda_trainer.settings import TrainerSettings
 
 
 def test_an_epoch_too_short_for_one_segment_per_emulator_is_refused() -> None:
-    # 2 runners x 16 emulators share one 1024-step PPO iteration: 32 steps each, less than a 300-step segment.
+    # 2 runners x 16 emulators share one 2048-step PPO iteration: 64 steps each, less than a 300-step segment.
     with pytest.raises(ValidationError, match="raise ZELDA_TRAINER_STEPS_PER_EPOCH to at least 9600"):
         TrainerSettings(envs_per_runner=16, steps_per_epoch=1024)
     # Epochs end after whole iterations: 16,384 steps give each of the 32 emulators 512.
