@@ -107,7 +107,7 @@ def main() -> None:
     print(f"  PPO sample + train (wall clock)             {trained:>9.0f} env steps/s")
     print(f"  env runners sampling alone (no learner)     {sampled:>9.0f} env steps/s")
     print(f"ratio training / raw limit                    {trained / limit:.2f}  (target >= 0.5)")
-    print(f"ratio sampling alone / raw limit              {sampled / limit:.2f}  (the bound with the learner elsewhere)")
+    print(f"ratio sampling alone / raw limit              {sampled / limit:.2f}  (bound with the learner elsewhere)")
     print(f"per emulator {per_emulator:.0f} steps/s = {per_emulator / ORIGINAL_STEPS_PER_S_PER_EMULATOR:.0f}x "
           f"the original design's ~{ORIGINAL_STEPS_PER_S_PER_EMULATOR:.0f} steps/s (target > 10x)")
 

@@ -12,7 +12,8 @@ checkpoints) and replaces only the per-step work for the case the trainer uses: 
 with exploration. That loop runs the module's trunk and policy head on the batch of observations and draws
 the actions in NumPy (Gumbel-max: the same distribution as RLlib's ``TorchCategorical``). Anything else
 (``num_episodes``, greedy evaluation, random actions) goes to RLlib's own loop, after a fresh reset so the two
-loops never share half-built episodes.
+loops never share half-built episodes. The lean loop assumes RLlib's default connector pipelines (no observation
+filters or action transforms), which is how ``algorithm.py`` configures PPO.
 """
 
 from __future__ import annotations
