@@ -28,7 +28,7 @@ SMALL = {
 
 def up(run_dir: Path, *extra: str) -> subprocess.Popen[str]:
     # Stopping and resuming is under test, not the judging loop (tests/e2e/test_up.py): these short epochs
-    # (64 steps per emulator) export nothing, which the trainer only accepts when told to export nothing.
+    # (32 steps per emulator) export nothing, which the trainer only accepts when told to export nothing.
     return subprocess.Popen(
         [sys.executable, "-m", "zelda_rlaif.cli", "up", "--run-dir", str(run_dir), "--export-fraction", "0", *extra],
         env={**os.environ, **SMALL}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,

@@ -19,7 +19,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="where the store, logs and NATS data live (default: runs/local)")
     parser.add_argument("--run-id", help="run name (default: a new one; --resume reuses the run directory's)")
     parser.add_argument("--epochs", type=int, default=3, help="epochs of the whole loop (default: 3)")
-    parser.add_argument("--steps-per-epoch", type=int, default=8192, help="env steps per epoch (default: 8192)")
+    # 16 emulators x 1,024 steps: up to 3 segments each per epoch, enough pairs for a first reward model.
+    parser.add_argument("--steps-per-epoch", type=int, default=16384, help="env steps per epoch (default: 16384)")
     parser.add_argument("--env-runners", type=int, default=2, help="Ray env runners (default: 2)")
     parser.add_argument("--export-fraction", type=float, default=1.0,
                         help="fraction of episodes exported for judging (default: 1.0; judging is cheap locally)")
