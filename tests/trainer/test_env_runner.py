@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 import pytest
 import torch
 from ray.rllib.core.columns import Columns
+from ray.rllib.env.env_runner import ENV_STEP_FAILURE
 
 from zelda_trainer.algorithm import build_config
 from zelda_trainer.env_runner import ZeldaEnvRunner, sample_categorical
@@ -78,3 +80,20 @@ def test_rllib_loop_takes_over_for_whole_episodes_then_the_lean_loop_resumes(run
     again = runner.sample(num_timesteps=30)
     assert sum(len(episode) for episode in again) >= 30
     assert all(episode.t_started == 0 for episode in again), "a fresh reset after RLlib's loop"
+
+
+def test_a_failed_env_step_resets_every_env_and_the_sample_still_fills(runner: ZeldaEnvRunner,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    runner.sample(num_timesteps=30)
+    real_step = runner._try_env_step
+    calls = 0
+
+    def failing_once(actions: np.ndarray) -> Any:
+        nonlocal calls
+        calls += 1
+        return ENV_STEP_FAILURE if calls == 3 else real_step(actions)
+
+    monkeypatch.setattr(runner, "_try_env_step", failing_once)
+    episodes = runner.sample(num_timesteps=30)
+    assert sum(len(episode) for episode in episodes) >= 30
+    assert all(episode.t_started == 0 for episode in episodes), "the half-built chunks were dropped with the reset"

@@ -58,8 +58,7 @@ class ZeldaEnvRunner(SingleAgentEnvRunner):
         module = self.module
         assert isinstance(module, ZeldaMLPModule)
         if force_reset or self._needs_initial_reset or self._lean_observations is None:
-            self._reset_envs_and_episodes(explore=True)  # RLlib's reset: new episodes, callbacks, seeding
-            self._lean_observations = np.stack([episode.get_observations(-1) for episode in self._episodes])
+            self._lean_observations = self._reset_all()
         observations = self._lean_observations
         episodes = self._episodes
         done_episodes: list[SingleAgentEpisode] = []
@@ -68,8 +67,11 @@ class ZeldaEnvRunner(SingleAgentEnvRunner):
             logits = module.action_logits(observations)
             actions, logp = sample_categorical(logits, self._action_rng)
             results = self._try_env_step(actions)
-            if results == ENV_STEP_FAILURE:  # RLlib's rule: the env was reset; start this sample over
-                return self._sample_timesteps(num_timesteps, force_reset=True)
+            if results == ENV_STEP_FAILURE:
+                # RLlib's rule (it rebuilt the failed env): reset every env, drop the half-built episodes, keep the
+                # finished ones and count this sample's steps again from zero.
+                observations, episodes, steps = self._reset_all(), self._episodes, 0
+                continue
             observations, rewards, terminateds, truncateds, infos = results
             for index, episode in enumerate(episodes):
                 if not episode.is_reset:  # NEXT_STEP autoreset: this step only reset the env
@@ -89,6 +91,11 @@ class ZeldaEnvRunner(SingleAgentEnvRunner):
                     self._new_episode(index, episodes)
         self._lean_observations = observations
         return self._finish_sample(steps, done_episodes)
+
+    def _reset_all(self) -> np.ndarray:
+        """RLlib's reset (new episodes, their callbacks, seeding on the first one); returns the observations."""
+        self._reset_envs_and_episodes(explore=True)
+        return np.stack([episode.get_observations(-1) for episode in self._episodes])
 
     def _finish_sample(self, steps: int, done_episodes: list[SingleAgentEpisode]) -> list[SingleAgentEpisode]:
         """What RLlib does at the end of a timestep sample: cut the ongoing episodes (the continuations go on
