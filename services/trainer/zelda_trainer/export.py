@@ -59,6 +59,12 @@ class SegmentExporter:
         self._episode_counter = 0
         self._episode_id: str | None = None
         self._segment: _Segment | None = None
+        self._stored_manifests: list[str] = []  # manifest keys stored since the driver last took them
+
+    def take_stored_manifests(self) -> list[str]:
+        """The manifest keys of the segments stored since the last call (the driver announces them)."""
+        stored, self._stored_manifests = self._stored_manifests, []
+        return stored
 
     def set_epoch(self, epoch: int) -> None:
         """Start a new epoch. A segment in progress is dropped so that every segment belongs to exactly one
@@ -123,5 +129,7 @@ class SegmentExporter:
             reward_components=segment.components, rooms_visited=sorted(segment.rooms),
             reward_model_epoch=self.reward_model_epoch,
         )
-        self.store.put_json(keys.segment_manifest(run, epoch, segment_id), manifest)
+        manifest_key = keys.segment_manifest(run, epoch, segment_id)
+        self.store.put_json(manifest_key, manifest)  # last: a manifest means the whole segment is stored
+        self._stored_manifests.append(manifest_key)
         return segment_id

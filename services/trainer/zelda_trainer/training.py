@@ -170,12 +170,12 @@ class Trainer:
             steps = self._env_steps = metrics.lifetime_env_steps(result)
             rate = (steps - before) / max(time.monotonic() - iteration_started, 1e-6)
             self._rooms.update(metrics.rooms_seen(result))
-            await self._announce_segments(bus, epoch)
+            await self._announce_segments(bus, await asyncio.to_thread(self._stored_manifests))
             await self._publish_progress(bus, epoch, result, rate)
             progress.update(epoch, steps - start_steps, rate, metrics.mean_return(result), len(self._rooms))
             if steps - start_steps >= self.settings.steps_per_epoch:
                 break
-        segments = await self._announce_segments(bus, epoch)
+        segments = await self._reconcile_segments(bus, epoch)
         episodes = metrics.lifetime_episodes(result)
         await bus.publish(EPOCH_EXPORTED, EpochExported(run_id=self.run_id, epoch=epoch, segments_exported=segments,
                                                         env_steps=steps, episodes=episodes))
@@ -196,22 +196,34 @@ class Trainer:
         self._applied_model = newest
         log.info("reward model of epoch %d loaded into every env", newest.epoch)
 
-    async def _announce_segments(self, bus: Bus, epoch: int) -> int:
-        """Publish ``segment.exported`` for every complete segment of the epoch not yet announced."""
+    async def _reconcile_segments(self, bus: Bus, epoch: int) -> int:
+        """At the end of an epoch: announce what the env runners stored and, from one listing of the epoch's
+        keys, any segment whose runner was lost before it handed the manifest key over. Returns the number of
+        segments of the epoch. (Per iteration the runners' own lists suffice: listing a prefix that holds every
+        frame of the epoch after every iteration would grow with the epoch and cost S3 requests.)"""
+        await self._announce_segments(bus, await asyncio.to_thread(self._stored_manifests))
         prefix = keys.epoch_segments(self.run_id, epoch)
         manifests = await asyncio.to_thread(
             lambda: [k for k in self.store.list(prefix) if k.endswith("/manifest.json")]
         )
+        await self._announce_segments(bus, manifests)
+        return len(manifests)
+
+    def _stored_manifests(self) -> list[str]:
+        """Manifest keys the env runners' exporters stored since they were last asked (one Ray call)."""
+        return [key for keys_of_env in self._foreach_env("take_stored_manifests") for key in keys_of_env]
+
+    async def _announce_segments(self, bus: Bus, manifests: list[str]) -> None:
+        """Publish ``segment.exported`` for each stored segment not yet announced."""
         for key in manifests:
             if key in self._announced:
                 continue
             manifest = SegmentManifest.model_validate(await asyncio.to_thread(self.store.get_json, key))
             await bus.publish(SEGMENT_EXPORTED, SegmentExported(
-                run_id=self.run_id, epoch=epoch, segment_id=manifest.segment_id, episode_id=manifest.episode_id,
-                profile=manifest.profile, step_start=manifest.step_start, step_end=manifest.step_end,
-                num_frames=len(manifest.frame_steps), total_reward=manifest.total_reward))
+                run_id=self.run_id, epoch=manifest.epoch, segment_id=manifest.segment_id,
+                episode_id=manifest.episode_id, profile=manifest.profile, step_start=manifest.step_start,
+                step_end=manifest.step_end, num_frames=len(manifest.frame_steps), total_reward=manifest.total_reward))
             self._announced.add(key)
-        return len(manifests)
 
     async def _publish_progress(self, bus: Bus, epoch: int, result: dict[str, Any], rate: float) -> None:
         live = LiveMetrics(
@@ -223,18 +235,17 @@ class Trainer:
         await bus.publish_live(LIVE_METRICS.subject, live)
         await asyncio.to_thread(self.store.put_json, keys.progress(self.run_id), live)
 
-    def _foreach_env(self, method: str, *args: Any) -> None:
-        """Call a ``TrainingEnv`` hook on every env of every env runner (between iterations only)."""
+    def _foreach_env(self, method: str, *args: Any) -> list[Any]:
+        """Call a ``TrainingEnv`` method on every env of every env runner (between iterations only); returns
+        the results, env by env."""
 
-        def call(runner: Any) -> int:
+        def call(runner: Any) -> list[Any]:
             vector_env = getattr(runner, "env", None)
             if vector_env is None:  # the driver's local runner has no envs when remote runners sample
-                return 0
-            for env in vector_env.unwrapped.envs:
-                env.get_wrapper_attr(method)(*args)
-            return len(vector_env.unwrapped.envs)
+                return []
+            return [env.get_wrapper_attr(method)(*args) for env in vector_env.unwrapped.envs]
 
-        self._algo.env_runner_group.foreach_env_runner(call)
+        return [result for results in self._algo.env_runner_group.foreach_env_runner(call) for result in results]
 
     @staticmethod
     def _runner_fingerprints(algo: Any) -> list[float]:

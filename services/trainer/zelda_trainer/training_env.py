@@ -131,6 +131,9 @@ class TrainingEnv(gym.Wrapper[Any, int, Any, int]):
         if self.exporter is not None:
             self.exporter.set_epoch(epoch)
 
+    def take_stored_manifests(self) -> list[str]:
+        return self.exporter.take_stored_manifests() if self.exporter is not None else []
+
     def set_reward_model(self, model_bytes: bytes | None, model_epoch: int | None) -> None:
         from zelda_rlaif.reward_model.potential import Potential
 

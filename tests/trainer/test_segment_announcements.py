@@ -1,0 +1,86 @@
+"""The driver announces segments from the keys the env runners hand over, without listing the store every
+iteration; at an epoch's end one listing also catches segments whose runner was lost before handing them over."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from zelda_rlaif.events import SegmentExported
+from zelda_rlaif.settings import StoreSettings
+from zelda_rlaif.storage import keys
+from zelda_trainer.settings import TrainerSettings
+from zelda_trainer.training import Trainer
+from zelda_trainer.training_env import TrainingEnv
+
+RUN = "announce"
+SEGMENT_STEPS = 10
+
+
+class RecordingBus:
+    def __init__(self) -> None:
+        self.segments: list[SegmentExported] = []
+
+    async def publish(self, subject: Any, event: Any) -> None:
+        if isinstance(event, SegmentExported):
+            self.segments.append(event)
+
+
+class FakeRunnerGroup:
+    """``foreach_env_runner`` over in-process stand-ins for the env runners (each holds a vector env's envs)."""
+
+    def __init__(self, envs: list[TrainingEnv]) -> None:
+        vector_env = type("VectorEnv", (), {"unwrapped": type("Unwrapped", (), {"envs": envs})()})()
+        self.runners = [type("Runner", (), {"env": vector_env})()]
+
+    def foreach_env_runner(self, call: Any, **kwargs: Any) -> list[Any]:
+        return [call(runner) for runner in self.runners]
+
+
+def training_env(store_url: str) -> TrainingEnv:
+    env = TrainingEnv({
+        "env": {"max_steps": 1000, "rewards": {"rnd": 0.0}},
+        "store": {"url": store_url},
+        "export": {"run_id": RUN, "profile": "testworld", "segment_steps": SEGMENT_STEPS, "frame_every": 5,
+                   "export_fraction": 1.0, "seed": 0},
+    })
+    env.attach(worker_index=1, vector_index=0)
+    env.reset(seed=0)
+    return env
+
+
+async def test_segments_are_announced_from_the_runners_keys_and_reconciled_at_the_epoch_end(tmp_path: Path) -> None:
+    store_url = f"file://{tmp_path / 'store'}"
+    trainer = Trainer(TrainerSettings(run_id=RUN, store=StoreSettings(url=store_url)))
+    env = training_env(store_url)
+    trainer._algo = type("Algo", (), {"env_runner_group": FakeRunnerGroup([env])})()
+    listings: list[str] = []
+    real_list = trainer.store.list
+
+    def counted_list(prefix: str) -> Iterator[str]:
+        listings.append(prefix)
+        return real_list(prefix)
+
+    trainer.store.list = counted_list  # type: ignore[method-assign]
+    bus = RecordingBus()
+    actions = np.random.default_rng(0).integers(0, 8, 3 * SEGMENT_STEPS)
+
+    for action in actions[:2 * SEGMENT_STEPS]:  # two complete segments: what one training iteration might export
+        env.step(int(action))
+    await trainer._announce_segments(bus, trainer._stored_manifests())  # type: ignore[arg-type]
+    assert [event.segment_id for event in bus.segments] == ["e000-w1v0-00001-s00", "e000-w1v0-00001-s01"]
+    assert not listings, "per iteration the runners' keys suffice"
+    assert trainer._stored_manifests() == [], "each key is handed over once"
+
+    for action in actions[2 * SEGMENT_STEPS:]:
+        env.step(int(action))
+    env.exporter.take_stored_manifests()  # type: ignore[union-attr]  # as if its runner died before handing it over
+    segments = await trainer._reconcile_segments(bus, epoch=0)  # type: ignore[arg-type]
+    assert segments == 3
+    assert [event.segment_id for event in bus.segments][-1] == "e000-w1v0-00001-s02"
+    assert len({event.segment_id for event in bus.segments}) == len(bus.segments) == 3, "nothing announced twice"
+    assert listings == [keys.epoch_segments(RUN, 0)]
+    env.close()
