@@ -11,9 +11,9 @@ episode callbacks, the cut-and-continue of ongoing episodes, the sampled-steps m
 checkpoints) and replaces only the per-step work for the case the trainer uses: sampling a number of timesteps
 with exploration. That loop runs the module's trunk and policy head on the batch of observations and draws
 the actions in NumPy (Gumbel-max: the same distribution as RLlib's ``TorchCategorical``). Anything else
-(``num_episodes``, greedy evaluation, random actions) goes to RLlib's own loop, after a fresh reset so the two
-loops never share half-built episodes. The lean loop assumes RLlib's default connector pipelines (no observation
-filters or action transforms), which is how ``algorithm.py`` configures PPO.
+(``num_episodes``, greedy evaluation, random actions, another RLModule) goes to RLlib's own loop, after a
+fresh reset so the two loops never share half-built episodes. The lean loop assumes RLlib's default connector
+pipelines (no observation filters or action transforms), which is how ``algorithm.py`` configures PPO.
 """
 
 from __future__ import annotations
@@ -126,4 +126,3 @@ def sample_categorical(logits: np.ndarray, rng: np.random.Generator) -> tuple[np
     actions = np.argmax(shifted + gumbel, axis=1)
     logp = shifted[np.arange(len(actions)), actions] - log_normalizer
     return actions, logp.astype(logits.dtype, copy=False)
-
