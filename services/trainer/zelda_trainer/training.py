@@ -197,11 +197,10 @@ class Trainer:
         log.info("reward model of epoch %d loaded into every env", newest.epoch)
 
     async def _reconcile_segments(self, bus: Bus, epoch: int) -> int:
-        """At the end of an epoch: announce what the env runners stored and, from one listing of the epoch's
-        keys, any segment whose runner was lost before it handed the manifest key over. Returns the number of
-        segments of the epoch. (Per iteration the runners' own lists suffice: listing a prefix that holds every
-        frame of the epoch after every iteration would grow with the epoch and cost S3 requests.)"""
-        await self._announce_segments(bus, await asyncio.to_thread(self._stored_manifests))
+        """At the end of an epoch (the last iteration's keys are already announced): one listing of the epoch's
+        keys announces any segment whose runner was lost before it handed the manifest key over. Returns the
+        number of segments of the epoch. (Per iteration the runners' own lists suffice: listing a prefix that holds
+        every frame of the epoch after every iteration would grow with the epoch and cost S3 requests.)"""
         prefix = keys.epoch_segments(self.run_id, epoch)
         manifests = await asyncio.to_thread(
             lambda: [k for k in self.store.list(prefix) if k.endswith("/manifest.json")]
