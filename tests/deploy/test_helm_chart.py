@@ -59,6 +59,19 @@ SCENARIOS: dict[str, dict[str, Any]] = {
     **{name: values_file(name) for name in VALUES_FILES},
 }
 KINDS = [kind.value for kind in JudgeKind]
+# A judge kind the chart has never heard of: adding it must take one values entry (and an LLM model entry when
+# inference services are on), nothing in the templates.
+NEW_KIND = "map"
+NEW_KIND_VALUES: dict[str, Any] = {
+    "enabled": True, "replicas": 1, "minReplicas": 0, "maxReplicas": 2, "lagThreshold": 5,
+    "activationLagThreshold": 0, "maxInFlight": 4, "model": "Qwen/Qwen2.5-7B-Instruct",
+    "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}, "limits": {"memory": "256Mi"}},
+}
+NEW_KIND_MODEL: dict[str, Any] = {
+    "name": "map-judge", "uri": "hf://Qwen/Qwen2.5-7B-Instruct", "replicas": 1, "tensorParallel": 1,
+    "resources": {"requests": {"cpu": "4", "memory": "32Gi"}, "limits": {"memory": "48Gi"}},
+}
+HELPER_MAX_LINES = 250
 
 
 @pytest.fixture(scope="module")
@@ -80,6 +93,16 @@ def test_chart_lints_strictly(tmp_path: Path, values_name: str | None) -> None:
                               kube_version=f"v{KUBE_VERSION}")
     findings = [m for m in report["messages"] if m["severity"] >= 2]
     assert not report["errors"] and not findings, report
+
+
+def test_template_helpers_stay_small() -> None:
+    # One job per helper file (names and labels, NATS, store, judges, trainer, ...): past this size a file has
+    # grown a second job and should be split by component.
+    helpers = sorted((CHART / "templates").glob("_*.tpl"))
+    assert helpers
+    for helper in helpers:
+        lines = len(helper.read_text().splitlines())
+        assert lines <= HELPER_MAX_LINES, f"{helper.name} has {lines} lines: split it by component"
 
 
 @pytest.mark.parametrize("values_name", VALUES_FILES)
@@ -276,6 +299,50 @@ def test_judges_are_wired_to_their_llm_inference_services(rendered: dict[str, li
         assert env["ZELDA_JUDGE_LLM_API_KEY"]["secretKeyRef"]["name"] == "zelda-rlaif-llm"
 
 
+def test_the_chart_declares_every_judge_kind_the_services_know() -> None:
+    defaults = values_file("values.yaml")
+    assert sorted(defaults["judges"]["kinds"]) == sorted(KINDS)
+    assert sorted(defaults["llm"]["inferenceServices"]["models"]) == sorted(KINDS)
+
+
+def test_a_new_judge_kind_is_one_values_entry() -> None:
+    values = deep_merge(NO_DEPS, {"judges": {"kinds": {NEW_KIND: NEW_KIND_VALUES}}})
+    with helm_python.Chart.load(CHART) as chart:
+        chart.validate_schema(values)
+    manifests = render(values)
+    name = release_name(f"judge-{NEW_KIND}")
+    (judge,) = named(manifests, "Deployment", name)["spec"]["template"]["spec"]["containers"]
+    assert judge["command"] == ["zelda-rlaif", "judge", "--kind", NEW_KIND]
+    assert env_map(judge)["ZELDA_JUDGE_KIND"] == NEW_KIND
+    scaled = named(manifests, "ScaledObject", name)
+    assert {t["metadata"]["consumer"] for t in scaled["spec"]["triggers"]} == {f"judge-{NEW_KIND}",
+                                                                               f"judge-{NEW_KIND}-epochs"}
+    named(manifests, "Service", name)
+    named(manifests, "PodDisruptionBudget", name)
+    # Kinds render in sorted order, so the same values always give the same manifests.
+    judges = [m["metadata"]["name"] for m in of_kind(manifests, "Deployment")
+              if m["metadata"]["labels"].get("zelda-rlaif/role") == "judge"]
+    assert judges == sorted(release_name(f"judge-{kind}") for kind in [*KINDS, NEW_KIND])
+
+
+def test_a_new_judge_kind_on_inference_services_needs_its_model_entry() -> None:
+    values = deep_merge(NO_DEPS, {
+        "judges": {"backend": "openai", "kinds": {NEW_KIND: NEW_KIND_VALUES, "vision": {"enabled": False}}},
+        "llm": {"inferenceServices": {"enabled": True, "gatewayUrl": "http://gateway.example"}},
+    })
+    with pytest.raises(helm_python.HelmRenderError, match=f"add llm.inferenceServices.models.{NEW_KIND} "):
+        render(values)
+    manifests = render(deep_merge(values, {"llm": {"inferenceServices": {"models": {NEW_KIND: NEW_KIND_MODEL}}}}))
+    services = {m["metadata"]["name"] for m in of_kind(manifests, "LLMInferenceService")}
+    # A disabled kind asks no model, so nothing is served for it.
+    assert services == {release_name(f"llm-{kind}") for kind in ("state", "puzzle", NEW_KIND)}
+    (judge,) = named(manifests, "Deployment", release_name(f"judge-{NEW_KIND}"))["spec"]["template"]["spec"][
+        "containers"]
+    env = env_map(judge)
+    assert env["ZELDA_JUDGE_LLM_URL"] == f"http://gateway.example/{NAMESPACE}/{release_name(f'llm-{NEW_KIND}')}/v1"
+    assert env["ZELDA_JUDGE_LLM_MODEL"] == NEW_KIND_MODEL["name"]
+
+
 # --- trainer on KubeRay ----------------------------------------------------------------------------------
 
 
@@ -328,6 +395,17 @@ def test_the_rom_is_mounted_on_every_ray_pod_never_baked_in(rendered: dict[str, 
     (default_job,) = of_kind(rendered["default"], "RayJob")
     for where, pod in pod_specs(default_job):
         assert "ZELDA_TRAINER_ROM" not in env_map(pod["containers"][0]), f"{where}: the test world needs no ROM"
+
+
+def test_the_trainer_keeps_its_own_epoch_default_unless_told(rendered: dict[str, list[Manifest]]) -> None:
+    # TrainerSettings.epochs is the one default: the chart sets ZELDA_TRAINER_EPOCHS only when trainer.epochs is.
+    prod_epochs = str(values_file("values-prod.yaml")["trainer"]["epochs"])
+    for scenario, expected in (("default", None), ("values-prod.yaml", prod_epochs)):
+        ray_containers = [container for manifest in rendered[scenario] for _, pod in pod_specs(manifest)
+                          for container in containers(pod) if "ZELDA_TRAINER_RUN_ID" in env_map(container)]
+        assert ray_containers
+        for container in ray_containers:
+            assert env_map(container).get("ZELDA_TRAINER_EPOCHS") == expected, (scenario, container["name"])
 
 
 def test_rayjob_entrypoint_runs_the_trainer_on_the_cluster(rendered: dict[str, list[Manifest]]) -> None:
