@@ -22,7 +22,6 @@ import asyncio
 import os
 import shutil
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -39,6 +38,7 @@ from nats.aio.msg import Msg  # noqa: E402
 
 from tests.support.openai_server import OpenAIServer  # noqa: E402
 from tests.support.segments import SCENARIOS, write_segment  # noqa: E402
+from tests.support.waiting import free_port  # noqa: E402
 from zelda_rlaif.bus import Bus  # noqa: E402
 from zelda_rlaif.embedded_nats import EmbeddedNats  # noqa: E402
 from zelda_rlaif.events import JudgeKind, SegmentExported  # noqa: E402
@@ -80,12 +80,6 @@ def cpu_seconds(pid: int) -> float:
     """User + system CPU time of a live process (Linux /proc)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def write_segments(store_dir: Path, count: int, steps: int) -> list[SegmentExported]:

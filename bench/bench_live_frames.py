@@ -22,8 +22,10 @@ from nats.aio.msg import Msg
 
 from zelda_rlaif.bus import Bus
 from zelda_rlaif.embedded_nats import EmbeddedNats
+from zelda_rlaif.game.config import EnvConfig
 from zelda_rlaif.settings import NatsSettings
 from zelda_rlaif.subjects import LIVE_FRAMES
+from zelda_trainer.env_config import LivePlan, TrainingEnvConfig
 from zelda_trainer.training_env import TrainingEnv
 
 
@@ -49,9 +51,10 @@ async def main(seconds: float) -> None:
 
     await bus.subscribe_live(LIVE_FRAMES.subject, count)
     # The first env of a process is the one that streams (as in an env runner), so build it first.
-    live = TrainingEnv({"env": {"max_steps": 10**9}, "nats_url": url,
-                        "live": {"run_id": "bench", "fps": 15, "worker_index": 0}})
-    plain = TrainingEnv({"env": {"max_steps": 10**9}})
+    env = EnvConfig(max_steps=10**9)
+    live = TrainingEnv(TrainingEnvConfig(env=env, epoch=0, export=None,
+                                          live=LivePlan(run_id="bench", fps=15, worker_index=0, nats_url=url)))
+    plain = TrainingEnv(TrainingEnvConfig(env=env, epoch=0, export=None, live=None))
     live.attach(worker_index=0, vector_index=0)
     plain.attach(worker_index=0, vector_index=1)
     rates: dict[str, list[float]] = {"off": [], "on": []}

@@ -111,14 +111,13 @@ def main() -> None:
     lengths = np.full(segments, 300, dtype=np.int64)
     trained = train_bradley_terry(observations.reshape(-1, 128), np.arange(segments, dtype=np.int64) * 300, lengths,
                                   tenth, one_pass)
-    model = RewardModelFile.from_net(trained.net, trained.normalization, run_id="bench", epoch=0,
-                                     output_mean=trained.output_mean, output_std=trained.output_std)
+    model = RewardModelFile.from_net(trained.net, trained.normalization, run_id="bench", epoch=0)
     blob = model.to_bytes()
     load_us = per_call_us(lambda: Potential.from_bytes(blob), 200)
     potential = Potential.from_bytes(blob)
     net = model.build_net()
-    mean, std = torch.from_numpy(model.normalization.mean), torch.from_numpy(model.normalization.std)
-    clip = model.normalization.clip
+    mean, std = torch.tensor(model.normalization.input_mean), torch.tensor(model.normalization.input_std)
+    clip = model.normalization.input_clip
     obs = observations[0, 0].astype(np.float64)  # what an env hands over
 
     def torch_phi() -> float:

@@ -6,14 +6,16 @@ themselves by run id / bucket rather than by restarting servers.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 
 import pytest
 
+from tests.support.openai_server import OpenAIServer
 from zelda_rlaif.bus import Bus
 from zelda_rlaif.embedded_nats import EmbeddedNats
 from zelda_rlaif.settings import NatsSettings, StoreSettings
@@ -36,6 +38,22 @@ def nats_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedNa
     server.start()
     yield server
     server.stop()
+
+
+@pytest.fixture
+def private_nats(tmp_path: Path) -> Iterator[EmbeddedNats]:
+    """A NATS server of the test's own, for tests whose durable consumers (judge-state, ...) would otherwise take
+    messages that other suites publish on the shared server, or that stop the server on purpose."""
+    with EmbeddedNats(tmp_path / "nats") as server:
+        yield server
+
+
+@pytest.fixture
+def openai_server() -> Iterator[Callable[..., OpenAIServer]]:
+    """``openai_server(**options)`` starts an OpenAI-protocol test server (see tests/support/openai_server.py);
+    every one started is stopped after the test."""
+    with contextlib.ExitStack() as started:
+        yield lambda **options: started.enter_context(OpenAIServer(**options))
 
 
 @pytest.fixture(scope="session")

@@ -2,7 +2,8 @@
 
 Service modules are imported only when their subcommand runs, so ``zelda-rlaif --help`` stays instant and
 a judge replica never imports Ray. Each service package exposes ``cli.configure(parser)`` (cheap imports
-only) and ``cli.run(args) -> int``.
+only) and ``cli.run(args) -> int``, which builds the service's settings, configures logging and runs its
+async entry point with ``zelda_rlaif.service.run_service`` (one way to handle SIGTERM and Ctrl-C).
 """
 
 from __future__ import annotations

@@ -43,6 +43,8 @@ def utc_now() -> datetime:
 
 
 class JudgeKind(StrEnum):
+    """The one list of judge kinds. What each kind judges is its entry in ``zelda_judge.kinds.KINDS``."""
+
     STATE = "state"
     PUZZLE = "puzzle"
     VISION = "vision"
@@ -70,15 +72,22 @@ class SegmentRef(Event):
 
 
 class SegmentExported(SegmentRef):
-    """A segment's manifest, state log and frames are stored and immutable."""
+    """A segment's state log and frames are stored and immutable. The same model is the segment's
+    ``manifest.json``, written last by the exporter: a stored manifest means a complete segment, and the
+    announcement carries everything the manifest says."""
 
-    schema_version: Literal[1] = 1
+    schema_version: Literal[2] = 2
     episode_id: str
-    profile: str
+    profile: str = Field(description="game profile name, e.g. testworld or oracle-of-seasons")
     step_start: int = Field(ge=0)
-    step_end: int = Field(ge=0)
-    num_frames: int = Field(ge=0)
+    step_end: int = Field(ge=0, description="exclusive")
+    num_steps: int = Field(ge=0)
+    frame_every: int = Field(ge=1, description="a PNG frame every k-th step")
+    frame_steps: list[int] = Field(description="steps that have a frame, in order")
     total_reward: float
+    reward_components: dict[str, float]
+    rooms_visited: list[tuple[int, int]] = Field(description="distinct (group, room) pairs seen in the segment")
+    reward_model_epoch: int | None = Field(description="epoch of the reward model used for shaping, if any")
 
     def dedup_id(self) -> str:
         return f"segment.exported:{self.run_id}:{self.segment_id}"

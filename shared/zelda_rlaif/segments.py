@@ -1,12 +1,11 @@
-"""The exported segment format: a manifest, a JSONL state log (one ``StepRecord`` per step) and frames.
+"""The exported segment format: a JSONL state log (one ``StepRecord`` per step), PNG frames and a manifest.
 
+The manifest is the segment's ``SegmentExported`` event (``zelda_rlaif.events``), stored as ``manifest.json``.
 Written by the trainer, read by the judges and the reward model. Records are immutable once written: the
 trainer builds each record completely before it is serialised and never edits it afterwards.
 """
 
 from __future__ import annotations
-
-from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -56,24 +55,3 @@ class StepRecord(BaseModel):
     state: GameState
     observation: list[float] = Field(min_length=OBSERVATION_SIZE, max_length=OBSERVATION_SIZE)
 
-
-class SegmentManifest(BaseModel):
-    """``manifest.json`` of a segment."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    schema_version: Literal[1] = 1
-    run_id: str
-    epoch: int = Field(ge=0)
-    episode_id: str
-    segment_id: str
-    profile: str = Field(description="game profile name, e.g. testworld or oracle-of-seasons")
-    step_start: int = Field(ge=0)
-    step_end: int = Field(ge=0, description="exclusive")
-    num_steps: int = Field(ge=0)
-    frame_every: int = Field(ge=1, description="a PNG frame every k-th step")
-    frame_steps: list[int] = Field(description="steps that have a frame, in order")
-    total_reward: float
-    reward_components: dict[str, float]
-    rooms_visited: list[tuple[int, int]] = Field(description="distinct (group, room) pairs seen in the segment")
-    reward_model_epoch: int | None = Field(description="epoch of the reward model used for shaping, if any")

@@ -9,10 +9,11 @@ that names the environment variable to fix.
 
 from __future__ import annotations
 
-from typing import Any, Literal, TypeVar
+from collections.abc import Mapping
+from typing import Any, Literal, TypeVar, get_args, get_origin
 from urllib.parse import urlparse
 
-from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from zelda_rlaif.errors import SettingsError
@@ -98,16 +99,22 @@ class LogSettings(BaseSettings):
 
 
 def _env_name(settings_cls: type[BaseSettings], loc: tuple[int | str, ...]) -> str:
-    """Map a validation error location to the environment variable a user should fix."""
+    """Map a validation error location to the environment variable a user should fix.
+
+    A nested settings block reads its own prefix (``ZELDA_NATS_URL``); a nested model or mapping is read
+    through the nested delimiter (``("endpoints", "vision", "llm_url")`` -> ``ZELDA_JUDGE_ENDPOINTS__VISION__LLM_URL``).
+    """
     cls: type[BaseSettings] = settings_cls
-    for part in loc[:-1]:
-        field = cls.model_fields.get(str(part))
-        nested = getattr(field, "annotation", None) if field else None
-        if isinstance(nested, type) and issubclass(nested, BaseSettings):
-            cls = nested
+    parts = [str(part) for part in loc if part != "[key]"]  # "[key]": pydantic's marker for a bad mapping key
+    while len(parts) > 1:
+        field = cls.model_fields.get(parts[0])
+        nested = field.annotation if field else None
+        if not (isinstance(nested, type) and issubclass(nested, BaseSettings)):
+            break
+        cls, parts = nested, parts[1:]
     prefix = str(cls.model_config.get("env_prefix", ""))
-    name = str(loc[-1]) if loc else ""
-    return f"{prefix}{name}".upper() if name else f"{prefix}*"
+    delimiter = str(cls.model_config.get("env_nested_delimiter") or "__")
+    return f"{prefix}{delimiter.join(parts)}".upper() if parts else f"{prefix}*"
 
 
 def load_settings(settings_cls: type[S], **overrides: Any) -> S:
@@ -130,9 +137,20 @@ def load_settings(settings_cls: type[S], **overrides: Any) -> S:
 
 
 def _is_secret(settings_cls: type[BaseSettings], loc: tuple[int | str, ...]) -> bool:
-    """Whether the field at ``loc`` holds a secret, whose value must never appear in an error message."""
-    field = settings_cls.model_fields.get(str(loc[0])) if loc else None
-    return field is not None and "SecretStr" in str(field.annotation)
+    """Whether the field at ``loc`` holds a secret, whose value must never appear in an error message.
+
+    The location is followed through nested models (by field name) and mappings (by key, to the value type).
+    """
+    annotation: Any = settings_cls
+    for part in loc:
+        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+            field = annotation.model_fields.get(str(part))
+            if field is None:
+                return False
+            annotation = field.annotation
+        elif get_origin(annotation) in (dict, Mapping) and part != "[key]":
+            annotation = get_args(annotation)[-1]
+    return "SecretStr" in str(annotation)
 
 
 def _settings_classes(root: type[BaseSettings]) -> list[type[BaseSettings]]:

@@ -1,7 +1,7 @@
 """Every subject, stream, key-value bucket and durable consumer of the system, declared once.
 
 Durable pipeline events live in the ``ZELDA_PIPELINE`` stream with *limits* retention, because several
-consumer groups (three judge kinds, the HUD, the reward model) read the same subjects independently; a
+consumer groups (each judge kind, the HUD, the reward model) read the same subjects independently; a
 work-queue stream would allow only one. Live HUD traffic (frames, metrics) is plain core NATS: it is lossy
 by design so that a slow browser or a missing HUD can never apply back-pressure to training.
 """

@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import argparse
 import importlib
+from enum import Enum
 from functools import cache
+from typing import Any, get_args, get_origin
 
-from pydantic import BaseModel
+from pydantic import BaseModel, RootModel
 from pydantic_settings import BaseSettings
 
 from zelda_rlaif.cli import SERVICES, build_parser
@@ -75,8 +77,24 @@ def _settings_env(cls: type[BaseSettings]) -> set[str]:
         annotation = field.annotation
         if isinstance(annotation, type) and issubclass(annotation, BaseSettings):
             names |= _settings_env(annotation)  # built by its default factory, with its own prefix
+        elif isinstance(annotation, type) and issubclass(annotation, RootModel):
+            # A mapping model (e.g. rubric weights): its keys are those of its default.
+            default = field.get_default(call_default_factory=True)
+            names |= {f"{prefix}{field_name}{delimiter}{key}".upper() for key in default.root}
         elif isinstance(annotation, type) and issubclass(annotation, BaseModel):
             names |= {f"{prefix}{field_name}{delimiter}{sub}".upper() for sub in annotation.model_fields}
+        elif get_origin(annotation) is dict and (keyed := _enum_keyed_models(annotation)):
+            # dict[SomeEnum, Model]: one variable per member and model field (ENDPOINTS__STATE__LLM_URL).
+            keys, model = keyed
+            names |= {f"{prefix}{field_name}{delimiter}{key}{delimiter}{sub}".upper()
+                      for key in keys for sub in model.model_fields}
         else:
             names.add((field.alias or f"{prefix}{field_name}").upper())
     return names
+
+
+def _enum_keyed_models(annotation: Any) -> tuple[list[str], type[BaseModel]] | None:
+    key, value = get_args(annotation)
+    if isinstance(key, type) and issubclass(key, Enum) and isinstance(value, type) and issubclass(value, BaseModel):
+        return [str(member.value) for member in key], value
+    return None

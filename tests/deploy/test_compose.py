@@ -20,11 +20,12 @@ import pytest
 from tests.deploy.chart import ROOT
 from tests.deploy.contracts import check_command, known_env_vars
 from zelda_rlaif.errors import SettingsError
+from zelda_rlaif.events import JudgeKind
 from zelda_rlaif.settings import NatsSettings, StoreSettings, load_settings
 
 COMPOSE_FILE = ROOT / "docker-compose.yml"
 ENV_EXAMPLE = ROOT / ".env.example"
-JUDGES = ("judge-state", "judge-puzzle", "judge-vision")
+JUDGES = tuple(f"judge-{kind}" for kind in JudgeKind)  # one service per kind: compose cannot loop
 APP_SERVICES = ("trainer", *JUDGES, "reward-model", "hud")
 
 
@@ -148,18 +149,19 @@ def test_every_zelda_variable_is_a_real_setting(project: dict[str, Any]) -> None
 
 
 @pytest.mark.parametrize("profile", ["llm", "llm-cpu"])
-def test_llm_profiles_answer_as_llm_with_the_three_judge_models(profile: str) -> None:
+def test_llm_profiles_answer_as_llm_with_every_judge_model(profile: str) -> None:
     project = config(profiles=profile)
     server = project["services"][profile]
     assert server["entrypoint"] == ["vllm", "serve"]
-    names = server["command"][server["command"].index("--served-model-name") + 1:][:3]
-    assert names == ["judge-state", "judge-puzzle", "judge-vision"]
+    names = server["command"][server["command"].index("--served-model-name") + 1:][:len(JUDGES)]
+    assert names == list(JUDGES)
     aliases = (server["networks"]["default"] or {}).get("aliases", [])
     assert profile == "llm" or "llm" in aliases, "the CPU server must answer as http://llm:8000 too"
     for judge in JUDGES:
         environment = project["services"][judge]["environment"]
+        kind = judge.removeprefix("judge-").upper()
         assert environment["ZELDA_JUDGE_LLM_URL"] == "http://llm:8000/v1"
-        assert environment["ZELDA_JUDGE_LLM_MODEL"] == judge
+        assert environment[f"ZELDA_JUDGE_ENDPOINTS__{kind}__LLM_MODEL"] == judge
     if profile == "llm":
         (device,) = server["deploy"]["resources"]["reservations"]["devices"]
         assert device["driver"] == "nvidia" and "gpu" in device["capabilities"]
@@ -169,6 +171,11 @@ def test_the_rom_is_mounted_read_only(project: dict[str, Any]) -> None:
     (volume,) = project["services"]["trainer"]["volumes"]
     assert volume["target"] == "/roms" and volume["read_only"] is True
     assert project["services"]["trainer"]["environment"]["ZELDA_TRAINER_ROM"] is None  # test world by default
+
+
+def test_the_trainer_keeps_its_own_epoch_default_unless_told(project: dict[str, Any]) -> None:
+    # TrainerSettings.epochs is the one default: compose passes ZELDA_TRAINER_EPOCHS only when .env sets it.
+    assert project["services"]["trainer"]["environment"]["ZELDA_TRAINER_EPOCHS"] is None
 
 
 def test_env_example_placeholders_are_refused_at_start(monkeypatch: pytest.MonkeyPatch) -> None:

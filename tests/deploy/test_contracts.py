@@ -26,5 +26,6 @@ def test_known_variables_are_those_the_settings_read() -> None:
     known = known_env_vars()
     assert {"ZELDA_NATS_PASSWORD", "ZELDA_STORE_S3_SECRET_KEY", "ZELDA_LOG_FORMAT"} <= known
     pytest.importorskip("zelda_judge.settings")
-    assert {"ZELDA_JUDGE_LLM_URL", "ZELDA_JUDGE_STATE_LLM_MODEL", "ZELDA_JUDGE_RUBRIC__PROGRESS"} <= known
-    assert "ZELDA_JUDGE_LLM_URLS" not in known
+    assert {"ZELDA_JUDGE_LLM_URL", "ZELDA_JUDGE_ENDPOINTS__STATE__LLM_MODEL", "ZELDA_JUDGE_RUBRIC__PROGRESS"} <= known
+    unknown = {"ZELDA_JUDGE_LLM_URLS", "ZELDA_JUDGE_ENDPOINTS__SOUND__LLM_MODEL", "ZELDA_JUDGE_RUBRIC__SPEED"}
+    assert unknown.isdisjoint(known)

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from zelda_rlaif.events import JudgeKind
-from zelda_rlaif.segments import SegmentManifest, StepRecord
+from zelda_rlaif.events import JudgeKind, SegmentExported
+from zelda_rlaif.segments import StepRecord
 from zelda_rlaif.settings import StoreSettings
 from zelda_rlaif.storage import keys, open_store
 
@@ -55,7 +55,7 @@ def test_up_runs_two_epochs_and_closes_the_loop(tmp_path: Path) -> None:
     assert sorted(epochs) == [0, 1]
     for epoch, row in epochs.items():
         manifests = [k for k in store.list(keys.epoch_segments("e2e", epoch)) if k.endswith("/manifest.json")]
-        segment_ids = {SegmentManifest.model_validate(store.get_json(k)).segment_id for k in manifests}
+        segment_ids = {SegmentExported.model_validate(store.get_json(k)).segment_id for k in manifests}
         assert row["segments_exported"] == len(segment_ids) > 0
         # Every segment judged by all three kinds, and scored exactly once.
         for segment_id in segment_ids:

@@ -32,9 +32,8 @@ def answers() -> Answers:
 
 
 @pytest.fixture
-def llm(answers: Answers) -> Iterator[OpenAIServer]:
-    with OpenAIServer(responder=answers, hang_s=5.0) as server:
-        yield server
+def llm(answers: Answers, openai_server: Callable[..., OpenAIServer]) -> OpenAIServer:
+    return openai_server(responder=answers, hang_s=5.0)
 
 
 EnvFactory = Callable[..., ZeldaEnv]

@@ -1,4 +1,4 @@
-"""Guidance in the trainer without starting Ray: settings and env_config, the live env's suggestions on the
+"""Guidance in the trainer without starting Ray: settings and the env config, the live env's suggestions on the
 HUD subject (real NATS), and the guidance counters through the real RLlib callback and metrics logger."""
 
 from __future__ import annotations
@@ -14,13 +14,16 @@ from ray.rllib.utils.metrics.metrics_logger import MetricsLogger
 from zelda_rlaif.bus import Bus
 from zelda_rlaif.events import GuidanceSuggestion
 from zelda_rlaif.game.actions import ACTION_NAMES
-from zelda_rlaif.game.guidance.publisher import SuggestionPublisher
+from zelda_rlaif.game.config import EnvConfig
+from zelda_rlaif.game.guidance.config import GuidanceConfig
 from zelda_rlaif.game.guidance.runtime import Suggestion
+from zelda_rlaif.game.rewards.config import RewardConfig
 from zelda_rlaif.settings import NatsSettings
 from zelda_rlaif.subjects import LIVE_GUIDANCE
 from zelda_trainer import training_env
-from zelda_trainer.algorithm import env_config
 from zelda_trainer.callbacks import ZeldaCallbacks
+from zelda_trainer.env_config import LivePlan, TrainingEnvConfig, training_env_config
+from zelda_trainer.live import LiveStream
 from zelda_trainer.settings import TrainerSettings
 
 
@@ -53,35 +56,36 @@ def test_trainer_settings_enable_guidance_and_env_config_ships_each_env_its_shar
     monkeypatch.setenv("ZELDA_TRAINER_GUIDANCE__GLOBAL_RATE_PER_S", "3")
     settings = TrainerSettings(num_env_runners=3, envs_per_runner=2)
     assert settings.guidance.enabled
-    shipped = env_config(settings, "testworld", 0)["env"]["guidance"]
-    assert shipped["enabled"] and shipped["num_envs"] == 6 and shipped["global_rate_per_s"] == 3.0
-    assert "api_key" not in str(shipped)  # secrets never travel in the env config
+    config = training_env_config(settings, "testworld", 0)
+    shipped = config.env.guidance
+    assert shipped.enabled and shipped.num_envs == 6 and shipped.global_rate_per_s == 3.0
+    assert "api_key" not in config.model_dump_json()  # secrets never travel in the env config
 
 
 async def test_a_published_suggestion_reaches_the_hud_subject(bus: Bus, nats_settings: NatsSettings,
                                                               run_id: str) -> None:
     received, sub = await collect(bus, run_id)
-    publisher = SuggestionPublisher(nats_settings, run_id, "w1v0")
-    publisher.offer(Suggestion(action=3, reason="line up with the left doorway", source="vision",
-                               backend="openai", requested_step=40, episode=1, location=(0, 0x11)), step=42)
+    stream = LiveStream(nats_settings, run_id, "w1v0", fps=15)
+    stream.offer_suggestion(Suggestion(action=3, reason="line up with the left doorway", source="vision",
+                                       backend="openai", requested_step=40, episode=1, location=(0, 0x11)), step=42)
     await wait_for(lambda: received)
     [event] = received
     assert (event.env_id, event.step, event.source, event.backend, event.action) == ("w1v0", 42, "vision",
                                                                                       "openai", "left")
     assert event.reason == "line up with the left doorway"
 
-    publisher.close()
+    stream.close()
 
     received.clear()
-    publisher = SuggestionPublisher(nats_settings, run_id, "w1v0")
+    stream = LiveStream(nats_settings, run_id, "w1v0", fps=15)
     for step in range(20):  # far more than anyone can read: the HUD gets a burst of 2, then 2 a second
-        publisher.offer(Suggestion(action=1, reason="up", source="text", backend="rules", requested_step=step,
-                                   episode=1, location=(0, 0x11)), step=step)
+        stream.offer_suggestion(Suggestion(action=1, reason="up", source="text", backend="rules",
+                                           requested_step=step, episode=1, location=(0, 0x11)), step=step)
     await wait_for(lambda: len(received) >= 2)
     await asyncio.sleep(0.2)
     assert len(received) == 2
     await sub.unsubscribe()
-    publisher.close()
+    stream.close()
 
 
 async def test_the_live_training_env_streams_suggestions_and_reports_counts_to_the_metrics(
@@ -89,12 +93,10 @@ async def test_the_live_training_env_streams_suggestions_and_reports_counts_to_t
 ) -> None:
     monkeypatch.setattr(training_env.TrainingEnv, "live_stream_taken", False)  # this env is the live one
     received, sub = await collect(bus, run_id)
-    config = {
-        "env": {"start_jitter": 0, "max_steps": 400, "rewards": {"rnd": 0.0},
-                "guidance": {"enabled": True, "text_probability": 0.05, "expiry_steps": 10}},
-        "nats_url": nats_settings.url,
-        "live": {"run_id": run_id, "fps": 15.0, "worker_index": 0},
-    }
+    config = TrainingEnvConfig(
+        env=EnvConfig(start_jitter=0, max_steps=400, rewards=RewardConfig(rnd=0.0),
+                      guidance=GuidanceConfig(enabled=True, text_probability=0.05, expiry_steps=10)),
+        epoch=0, export=None, live=LivePlan(run_id=run_id, fps=15.0, worker_index=0, nats_url=nats_settings.url))
     env = training_env.TrainingEnv(config)
     env.attach(worker_index=0, vector_index=0)
     assert env.zelda.guidance is not None

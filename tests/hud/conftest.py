@@ -13,6 +13,7 @@ import httpx
 import pytest
 from PIL import Image, ImageDraw
 
+from tests.support.waiting import wait_until
 from zelda_hud.server import build_server
 from zelda_hud.settings import HudSettings
 from zelda_rlaif.bus import Bus
@@ -92,21 +93,6 @@ async def hud(hud_settings: HudSettings, bus: Bus) -> AsyncIterator[HudServer]:
     await server.wait_following()
     yield server
     server.stop()
-
-
-async def wait_until(predicate: Any, timeout_s: float = 15.0, what: str = "condition") -> None:
-    """Poll ``predicate`` (sync or async) until it is truthy; the timeout is a safety net, not an assertion."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout_s
-    while True:
-        result = predicate()
-        if asyncio.iscoroutine(result):
-            result = await result
-        if result:
-            return
-        if loop.time() > deadline:
-            raise AssertionError(f"{what} not reached within {timeout_s}s")
-        await asyncio.sleep(0.05)
 
 
 def game_screen(step: int, room: int = 0x11) -> bytes:

@@ -11,7 +11,8 @@ import websockets
 from nats.js.api import AckPolicy
 from pydantic import SecretStr
 
-from tests.hud.conftest import HudServer, game_screen, wait_until
+from tests.hud.conftest import HudServer, game_screen
+from tests.support.waiting import wait_until
 from zelda_hud.server import uvicorn_config
 from zelda_hud.settings import HudSettings
 from zelda_rlaif.bus import Bus

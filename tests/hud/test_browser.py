@@ -96,7 +96,9 @@ async def publish_pipeline(bus: Bus, run_id: str, store_dir: Path) -> None:
         segment = f"ep0001-seg{s:03d}"
         await bus.publish(SEGMENT_EXPORTED, SegmentExported(
             run_id=run_id, epoch=1, segment_id=segment, episode_id="ep0001", profile="testworld",
-            step_start=300 * s, step_end=300 * (s + 1), num_frames=30, total_reward=12.5 + s))
+            step_start=300 * s, step_end=300 * (s + 1), num_steps=300, frame_every=10,
+            frame_steps=list(range(300 * s, 300 * (s + 1), 10)), total_reward=12.5 + s, reward_components={},
+            rooms_visited=[(0, 0x11)], reward_model_epoch=None))
         if s == 2:
             continue  # this one's judges gave up: see the dead letter below
         for kind, scores in SCORES.items():

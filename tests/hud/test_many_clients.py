@@ -13,7 +13,8 @@ import httpx
 import pytest
 import websockets
 
-from tests.hud.conftest import HudServer, game_screen, noise_png, wait_until
+from tests.hud.conftest import HudServer, game_screen, noise_png
+from tests.support.waiting import wait_until
 from zelda_hud.settings import HudSettings
 from zelda_rlaif.bus import Bus
 from zelda_rlaif.events import LiveFrame

@@ -67,8 +67,9 @@ def test_pipeline_counts_unjudged_segments_once() -> None:
     view.add_epoch_exported(EpochExported(run_id="r", epoch=3, segments_exported=4, env_steps=1, episodes=1))
     for s in range(4):
         view.add_segment_exported(SegmentExported(run_id="r", epoch=3, segment_id=f"s{s}", episode_id="e",
-                                                  profile="testworld", step_start=0, step_end=1, num_frames=1,
-                                                  total_reward=0.0))
+                                                  profile="testworld", step_start=0, step_end=1, num_steps=1,
+                                                  frame_every=1, frame_steps=[0], total_reward=0.0,
+                                                  reward_components={}, rooms_visited=[], reward_model_epoch=None))
     view.add_judged(SegmentJudged(run_id="r", epoch=3, segment_id="s0", kind=JudgeKind.STATE, backend="rules",
                                   model="m", scores={"progress": 0.5}, agreement=1.0, votes=3, rationale="ok"))
     view.add_scored(SegmentScored(run_id="r", epoch=3, segment_id="s0", combined=0.5, dimensions={}, weights={}))

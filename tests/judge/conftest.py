@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
-from pathlib import Path
+from collections.abc import AsyncIterator, Callable
 from typing import Any, Protocol
 
 import pytest
@@ -18,14 +17,6 @@ from zelda_rlaif.embedded_nats import EmbeddedNats
 from zelda_rlaif.events import JudgeKind
 from zelda_rlaif.settings import NatsSettings, StoreSettings
 from zelda_rlaif.storage import ObjectStore, open_store
-
-
-@pytest.fixture
-def private_nats(tmp_path: Path) -> Iterator[EmbeddedNats]:
-    """A server of our own: the judges' durable consumers (judge-state, ...) on the shared server would take
-    segment.exported messages that other suites publish there."""
-    with EmbeddedNats(tmp_path / "nats") as server:
-        yield server
 
 
 @pytest.fixture
@@ -42,9 +33,8 @@ def store(s3_store_settings: StoreSettings) -> ObjectStore:
 
 
 @pytest.fixture
-def llm() -> Iterator[OpenAIServer]:
-    with OpenAIServer(hang_s=3.0) as server:
-        yield server
+def llm(openai_server: Callable[..., OpenAIServer]) -> OpenAIServer:
+    return openai_server(hang_s=3.0)
 
 
 class SettingsFactory(Protocol):
@@ -84,16 +74,3 @@ async def running(*replicas: JudgeSettings) -> AsyncIterator[None]:
         stop.set()
         await asyncio.gather(*tasks)
 
-
-async def wait_until(check: Callable[[], Awaitable[bool]] | Callable[[], bool], timeout_s: float = 20.0,
-                     what: str = "condition") -> None:
-    deadline = asyncio.get_running_loop().time() + timeout_s
-    while True:
-        result = check()
-        if isinstance(result, Awaitable):
-            result = await result
-        if result:
-            return
-        if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError(f"{what} not reached within {timeout_s}s")
-        await asyncio.sleep(0.05)

@@ -17,8 +17,7 @@ from zelda_judge.prompts import estimate_tokens
 from zelda_judge.segment_io import Segment, select_key_frames
 from zelda_judge.settings import JudgeSettings
 from zelda_judge.summary import summarize
-from zelda_rlaif.events import JudgeKind
-from zelda_rlaif.segments import SegmentManifest
+from zelda_rlaif.events import JudgeKind, SegmentExported
 
 
 def settings_for(llm: OpenAIServer, kind: JudgeKind = JudgeKind.STATE, **overrides: Any) -> JudgeSettings:
@@ -33,7 +32,7 @@ def segment(steps: int = 120, scenario: str = "explore", frames: int = 0) -> Seg
     records = build_steps(steps=steps, scenario=scenario, seed=3)  # type: ignore[arg-type]
     summary = summarize(records)
     frame_steps = list(range(0, steps, 20))
-    manifest = SegmentManifest(run_id="run-x", epoch=2, episode_id="ep", segment_id="seg-7", profile="testworld",
+    manifest = SegmentExported(run_id="run-x", epoch=2, episode_id="ep", segment_id="seg-7", profile="testworld",
                                step_start=0, step_end=steps, num_steps=steps, frame_every=20, frame_steps=frame_steps,
                                total_reward=0.0, reward_components={}, rooms_visited=[], reward_model_epoch=1)
     chosen = select_key_frames(frame_steps, summary, frames)

@@ -7,21 +7,23 @@ import asyncio
 import pytest
 
 from tests.support.segments import SCENARIOS, build_steps, frame_png
-from zelda_judge.backends.rules import MODEL, RulesJudge, rule_scores
+from zelda_judge.backends.rules import MODEL, RulesJudge
+from zelda_judge.kinds import KINDS
 from zelda_judge.prompts import IMAGE_TOKENS, PromptTooLarge, build_prompt, estimate_tokens
 from zelda_judge.segment_io import Segment, select_key_frames
 from zelda_judge.settings import MIN_TOKEN_BUDGET
 from zelda_judge.summary import summarize
-from zelda_rlaif.events import JudgeKind
-from zelda_rlaif.segments import SegmentManifest
+from zelda_rlaif.events import JudgeKind, SegmentExported
 
 
 def scores(scenario: str, steps: int = 300, seed: int = 1) -> dict[str, float]:
-    return rule_scores(summarize(build_steps(steps=steps, scenario=scenario, seed=seed)))  # type: ignore[arg-type]
+    """Every dimension's rules score, from each kind's scorer."""
+    summary = summarize(build_steps(steps=steps, scenario=scenario, seed=seed))  # type: ignore[arg-type]
+    return {d: v for spec in KINDS.values() for d, v in spec.rules(summary).scores.items()}
 
 
-def manifest_for(steps: int, frame_every: int = 30) -> SegmentManifest:
-    return SegmentManifest(run_id="r", epoch=0, episode_id="e", segment_id="s", profile="testworld", step_start=0,
+def manifest_for(steps: int, frame_every: int = 30) -> SegmentExported:
+    return SegmentExported(run_id="r", epoch=0, episode_id="e", segment_id="s", profile="testworld", step_start=0,
                            step_end=steps, num_steps=steps, frame_every=frame_every,
                            frame_steps=list(range(0, steps, frame_every)), total_reward=0.0, reward_components={},
                            rooms_visited=[], reward_model_epoch=None)

@@ -8,10 +8,11 @@ import json
 import httpx
 import pytest
 
-from tests.judge.conftest import SettingsFactory, running, wait_until
+from tests.judge.conftest import SettingsFactory, running
 from tests.support.openai_server import OpenAIServer
 from tests.support.segments import write_epoch, write_segment
 from tests.support.streams import stored_events
+from tests.support.waiting import free_port, wait_until
 from zelda_judge.ledger import scores_ready_marker
 from zelda_judge.rubric import RubricWeights, combine
 from zelda_rlaif.bus import Bus, Delivery
@@ -26,14 +27,6 @@ from zelda_rlaif.subjects import (
     SEGMENT_JUDGED,
     SEGMENT_SCORED,
 )
-
-
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 async def scores_ready(bus: Bus, run_id: str) -> list[ScoresReady]:

@@ -39,7 +39,7 @@ def test_missing_kind_says_how_to_set_it() -> None:
 
 def test_openai_backend_needs_url_and_model(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ZELDA_JUDGE_BACKEND", "openai")
-    with pytest.raises(SettingsError, match=r"ZELDA_JUDGE_LLM_URL \(or ZELDA_JUDGE_STATE_LLM_URL\)"):
+    with pytest.raises(SettingsError, match=r"ZELDA_JUDGE_LLM_URL \(or ZELDA_JUDGE_ENDPOINTS__STATE__LLM_URL\)"):
         load_settings(JudgeSettings, kind="state")
     monkeypatch.setenv("ZELDA_JUDGE_LLM_URL", "http://vllm:8000/v1/chat/completions")
     with pytest.raises(SettingsError, match="ZELDA_JUDGE_LLM_MODEL"):
@@ -50,9 +50,9 @@ def test_per_kind_overrides_win(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ZELDA_JUDGE_BACKEND", "openai")
     monkeypatch.setenv("ZELDA_JUDGE_LLM_URL", "http://llm:8000/v1/")
     monkeypatch.setenv("ZELDA_JUDGE_LLM_MODEL", "Qwen/Qwen2.5-7B-Instruct")
-    monkeypatch.setenv("ZELDA_JUDGE_VISION_LLM_URL", "http://vl:8000/v1")
-    monkeypatch.setenv("ZELDA_JUDGE_VISION_LLM_MODEL", "Qwen/Qwen2.5-VL-32B-Instruct")
-    monkeypatch.setenv("ZELDA_JUDGE_VISION_MAX_IN_FLIGHT", "4")
+    monkeypatch.setenv("ZELDA_JUDGE_ENDPOINTS__VISION__LLM_URL", "http://vl:8000/v1")
+    monkeypatch.setenv("ZELDA_JUDGE_ENDPOINTS__VISION__LLM_MODEL", "Qwen/Qwen2.5-VL-32B-Instruct")
+    monkeypatch.setenv("ZELDA_JUDGE_ENDPOINTS__VISION__MAX_IN_FLIGHT", "4")
     monkeypatch.setenv("ZELDA_JUDGE_LLM_API_KEY", "sk-test-123456")
     state = load_settings(JudgeSettings, kind="state").endpoint()
     vision = load_settings(JudgeSettings, kind="vision").endpoint()
@@ -64,15 +64,48 @@ def test_per_kind_overrides_win(monkeypatch: pytest.MonkeyPatch) -> None:
     assert "sk-test" not in repr(load_settings(JudgeSettings, kind="vision"))
 
 
+def test_a_kind_of_its_own_needs_no_default_endpoint(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ZELDA_JUDGE_ENDPOINTS__PUZZLE__LLM_URL", "http://puzzle:8000/v1")
+    monkeypatch.setenv("ZELDA_JUDGE_ENDPOINTS__PUZZLE__LLM_MODEL", "m")
+    monkeypatch.setenv("ZELDA_JUDGE_ENDPOINTS__PUZZLE__LLM_TIMEOUT_S", "7.5")
+    puzzle = load_settings(JudgeSettings, kind="puzzle", backend="openai").endpoint()
+    assert (puzzle.url, puzzle.model, puzzle.timeout_s, puzzle.max_in_flight) == ("http://puzzle:8000/v1", "m", 7.5, 16)
+    with pytest.raises(SettingsError, match=r"ZELDA_JUDGE_LLM_URL \(or ZELDA_JUDGE_ENDPOINTS__STATE__LLM_URL\)"):
+        load_settings(JudgeSettings, kind="state", backend="openai")
+
+
+def test_an_override_for_an_unknown_kind_is_refused_by_name(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ZELDA_JUDGE_ENDPOINTS__SOUND__LLM_MODEL", "m")
+    with pytest.raises(SettingsError, match=r"'sound' is not a judge kind \(state, puzzle, vision\); rename or "
+                                            "remove ZELDA_JUDGE_ENDPOINTS__SOUND__"):
+        load_settings(JudgeSettings, kind="state")
+
+
+def test_a_misspelt_override_names_its_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ZELDA_JUDGE_ENDPOINTS__VISION__LLM_MODLE", "m")
+    with pytest.raises(SettingsError, match="ZELDA_JUDGE_ENDPOINTS__VISION__LLM_MODLE: Extra inputs"):
+        load_settings(JudgeSettings, kind="vision")
+    monkeypatch.delenv("ZELDA_JUDGE_ENDPOINTS__VISION__LLM_MODLE")
+    monkeypatch.setenv("ZELDA_JUDGE_ENDPOINTS__VISION__MAX_IN_FLIGHT", "0")
+    with pytest.raises(SettingsError, match=r"ZELDA_JUDGE_ENDPOINTS__VISION__MAX_IN_FLIGHT: .* \(got '0'\)"):
+        load_settings(JudgeSettings, kind="vision")
+
+
 def test_placeholder_api_key_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ZELDA_JUDGE_LLM_API_KEY", "changeme")
     with pytest.raises(SettingsError, match="ZELDA_JUDGE_LLM_API_KEY: is empty or a placeholder"):
         load_settings(JudgeSettings, kind="state")
+    monkeypatch.delenv("ZELDA_JUDGE_LLM_API_KEY")
+    monkeypatch.setenv("ZELDA_JUDGE_ENDPOINTS__VISION__LLM_API_KEY", "changeme")
+    with pytest.raises(SettingsError, match="ZELDA_JUDGE_ENDPOINTS__VISION__LLM_API_KEY: is empty or a placeholder") \
+            as caught:
+        load_settings(JudgeSettings, kind="vision")
+    assert "changeme" not in str(caught.value)  # a secret's value never appears in an error
 
 
 def test_bad_url_names_the_variable(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("ZELDA_JUDGE_PUZZLE_LLM_URL", "10.0.0.7:8000")
-    with pytest.raises(SettingsError, match="ZELDA_JUDGE_PUZZLE_LLM_URL"):
+    monkeypatch.setenv("ZELDA_JUDGE_ENDPOINTS__PUZZLE__LLM_URL", "10.0.0.7:8000")
+    with pytest.raises(SettingsError, match=r"ZELDA_JUDGE_ENDPOINTS__PUZZLE__LLM_URL: .*not an http"):
         load_settings(JudgeSettings, kind="puzzle")
 
 
@@ -88,7 +121,8 @@ def test_rubric_and_consumer_tuning_from_the_environment(monkeypatch: pytest.Mon
     monkeypatch.setenv("ZELDA_JUDGE_ACK_WAIT_S", "2.5")
     monkeypatch.setenv("ZELDA_JUDGE_REDELIVERY_BACKOFF_S", "0.5, 2")
     settings = load_settings(JudgeSettings, kind="state")
-    assert settings.rubric.progress == 0.5 and settings.rubric.novelty == 0 and settings.rubric.dialog == 0.2
+    weights = settings.rubric.as_dict()
+    assert weights["progress"] == 0.5 and weights["novelty"] == 0 and weights["dialog"] == 0.2
     spec = settings.consumer(judge_consumer(JudgeKind.STATE))
     assert spec.durable == "judge-state" and spec.ack_wait == timedelta(seconds=2.5)
     assert spec.backoff == (timedelta(seconds=0.5), timedelta(seconds=2))
@@ -96,6 +130,16 @@ def test_rubric_and_consumer_tuning_from_the_environment(monkeypatch: pytest.Mon
     monkeypatch.delenv("ZELDA_JUDGE_RUBRIC__PROGRESS")
     monkeypatch.delenv("ZELDA_JUDGE_RUBRIC__NOVELTY")
     assert load_settings(JudgeSettings, kind="state").rubric.as_dict()["progress"] == 1
+
+
+def test_bad_rubric_weights_name_the_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ZELDA_JUDGE_RUBRIC__SPEED", "0.5")
+    with pytest.raises(SettingsError, match="ZELDA_JUDGE_RUBRIC: no judge kind scores speed; the dimensions are"):
+        load_settings(JudgeSettings, kind="state")
+    monkeypatch.delenv("ZELDA_JUDGE_RUBRIC__SPEED")
+    monkeypatch.setenv("ZELDA_JUDGE_RUBRIC__DIALOG", "-1")
+    with pytest.raises(SettingsError, match=r"ZELDA_JUDGE_RUBRIC__DIALOG: .*greater than or equal to 0"):
+        load_settings(JudgeSettings, kind="state")
 
 
 def test_budget_below_the_minimum_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from zelda_judge.rubric import ALL_DIMENSIONS, DIMENSIONS, RubricWeights, combine
+from zelda_judge.kinds import KINDS
+from zelda_judge.rubric import RubricWeights, combine
 from zelda_judge.votes import InvalidVote, Vote, aggregate, json_schema, parse_vote, response_format
 from zelda_rlaif.events import JudgeKind
 
@@ -13,17 +14,12 @@ from zelda_rlaif.events import JudgeKind
 def test_schema_is_strict_and_covers_the_kind(kind: JudgeKind) -> None:
     schema = json_schema(kind)
     assert schema["additionalProperties"] is False
-    assert set(schema["required"]) == {*DIMENSIONS[kind], "rationale"} == set(schema["properties"])
-    for dim in DIMENSIONS[kind]:
+    assert set(schema["required"]) == {*KINDS[kind].dimension_names, "rationale"} == set(schema["properties"])
+    for dim in KINDS[kind].dimension_names:
         assert schema["properties"][dim] == {**schema["properties"][dim], "minimum": 0, "maximum": 1}
     fmt = response_format(kind)
     assert fmt["type"] == "json_schema" and fmt["json_schema"]["strict"] is True
     assert "guided_json" not in str(fmt)
-
-
-def test_every_dimension_belongs_to_exactly_one_kind() -> None:
-    owned = [d for kind in JudgeKind for d in DIMENSIONS[kind]]
-    assert sorted(owned) == sorted(ALL_DIMENSIONS)
 
 
 def test_valid_vote_parses() -> None:
@@ -73,7 +69,7 @@ def test_unanimous_votes_agree_fully() -> None:
 def test_combined_score_uses_the_rubric() -> None:
     scores = {"progress": 1.0, "dialog": 0.5, "puzzle": 0.0, "novelty": 1.0, "efficiency": 0.0}
     assert combine(scores, RubricWeights()) == pytest.approx(0.4 + 0.1 + 0.1)
-    heavier = RubricWeights(progress=0.8)  # weights are normalised: the result stays in [0, 1]
+    heavier = RubricWeights({"progress": 0.8})  # weights are normalised: the result stays in [0, 1]
     assert combine(scores, heavier) == pytest.approx((0.8 + 0.1 + 0.1) / 1.4)
 
 
@@ -84,4 +80,11 @@ def test_combined_score_refuses_a_missing_dimension() -> None:
 
 def test_all_zero_weights_are_refused() -> None:
     with pytest.raises(ValueError, match="at least one"):
-        RubricWeights(progress=0, dialog=0, puzzle=0, novelty=0, efficiency=0)
+        RubricWeights({"progress": 0, "dialog": 0, "puzzle": 0, "novelty": 0, "efficiency": 0})
+
+
+def test_unknown_or_negative_weights_are_refused() -> None:
+    with pytest.raises(ValueError, match="no judge kind scores speed"):
+        RubricWeights({"speed": 1})
+    with pytest.raises(ValueError, match="greater than or equal to 0"):
+        RubricWeights({"novelty": -0.1})

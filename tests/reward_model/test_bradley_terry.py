@@ -31,9 +31,8 @@ def test_held_out_pairs_are_ordered_like_the_ground_truth(segments: Segments) ->
     assert trained.curve[-1].train_loss < trained.curve[0].train_loss
 
     # Judge the model the trainer would load: saved, reloaded, evaluated by Potential on raw observations.
-    potential = Potential.from_bytes(RewardModelFile.from_net(
-        trained.net, trained.normalization, run_id="r", epoch=0,
-        output_mean=trained.output_mean, output_std=trained.output_std).to_bytes())
+    potential = Potential.from_bytes(
+        RewardModelFile.from_net(trained.net, trained.normalization, run_id="r", epoch=0).to_bytes())
     rewards = np.array([potential.mean_phi(s) for s in segments.observations])
     held_out = pair_metrics(rewards, split.validation)
     assert split.validation.decisive_count > 300

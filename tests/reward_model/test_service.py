@@ -125,8 +125,8 @@ async def test_model_and_event_out_and_the_trainer_loader_agrees_exactly(
     metadata = read_metadata(store, run_id, 1)
     assert metadata is not None and metadata.accepted and metadata.event == first
     assert metadata.segments == 120 and first.pairs == metadata.pairs.total > 0
-    assert len(metadata.loss_curve) >= settings.passes and metadata.normalisation is not None
-    assert len(metadata.normalisation.input_mean) == 128
+    assert len(metadata.loss_curve) >= settings.passes and metadata.normalization is not None
+    assert metadata.normalization.size == 128
     assert latest_accepted_epoch(store, run_id) == 1
 
     # What the trainer does: load rm.pt from the store, read raw observations from the state logs.

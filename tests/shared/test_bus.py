@@ -1,4 +1,4 @@
-"""The JetStream bus against a real nats-server: de-duplication, redelivery, dead letters, bad payloads."""
+"""The JetStream bus against a real nats-server: de-duplication, redelivery, dead letters, bad payloads, routing."""
 
 from __future__ import annotations
 
@@ -6,12 +6,26 @@ import asyncio
 import json
 from datetime import timedelta
 
+import pytest
 from nats.aio.msg import Msg
+from nats.js.api import AckPolicy
 
-from zelda_rlaif.bus import Bus, Delivery, PermanentFailure, run_consumer
-from zelda_rlaif.events import DeadLetter, EpochExported
+from tests.support.waiting import wait_until
+from zelda_rlaif.bus import Bus, Delivery, InvalidMessage, PermanentFailure, Router, run_consumer
+from zelda_rlaif.bus.router import subject_matches
+from zelda_rlaif.events import DeadLetter, EpochExported, JudgeKind, LiveMetrics, SegmentJudged
 from zelda_rlaif.settings import NatsSettings
-from zelda_rlaif.subjects import DEAD_LETTER, EPOCH_EXPORTED, PIPELINE_STREAM, ConsumerSpec
+from zelda_rlaif.subjects import (
+    DEAD_LETTER,
+    DEADLETTER_STREAM,
+    EPOCH_EXPORTED,
+    LIVE_METRICS,
+    PIPELINE_STREAM,
+    SEGMENT_JUDGED,
+    STREAMS,
+    ConsumerSpec,
+    dead_letter_subject,
+)
 
 
 def epoch_event(run_id: str, epoch: int = 0) -> EpochExported:
@@ -35,14 +49,6 @@ async def collect_dead_letters(bus: Bus, run_id: str) -> tuple[list[DeadLetter],
 
     sub = await bus.subscribe_live(DEAD_LETTER.subject, on_msg)
     return letters, sub
-
-
-async def wait_until(predicate, timeout_s: float = 10.0) -> None:  # type: ignore[no-untyped-def]
-    deadline = asyncio.get_running_loop().time() + timeout_s
-    while not predicate():
-        if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError("condition not reached in time")
-        await asyncio.sleep(0.02)
 
 
 async def test_provision_is_idempotent(bus: Bus) -> None:
@@ -213,3 +219,86 @@ async def test_coordination_bucket_grants_a_key_once(bus: Bus, run_id: str) -> N
         assert "wrong last sequence" in str(exc).lower() or "exists" in str(exc).lower()
     else:
         raise AssertionError("a second create of the same key must fail")
+
+
+@pytest.mark.parametrize(("pattern", "subject", "matches"), [
+    ("zelda.scores.ready", "zelda.scores.ready", True),
+    ("zelda.scores.ready", "zelda.scores", False),
+    ("zelda.segment.judged.*", "zelda.segment.judged.state", True),
+    ("zelda.segment.judged.*", "zelda.segment.judged", False),
+    ("zelda.segment.judged.*", "zelda.segment.judged.state.extra", False),
+    ("zelda.deadletter.>", "zelda.deadletter.segment.exported", True),
+    ("zelda.deadletter.>", "zelda.deadletter", False),
+    ("zelda.*.frames.>", "zelda.hud.frames.env-0", True),
+])
+def test_subject_matching_follows_nats_wildcards(pattern: str, subject: str, matches: bool) -> None:
+    assert subject_matches(pattern, subject) is matches
+
+
+def verdict(run_id: str) -> SegmentJudged:
+    return SegmentJudged(run_id=run_id, epoch=1, segment_id="s-1", kind=JudgeKind.STATE, backend="rules",
+                         model="rules-v1", scores={"progress": 0.5}, agreement=1.0, votes=1, rationale="")
+
+
+def test_router_validates_and_dispatches_by_topic() -> None:
+    invalid: list[tuple[InvalidMessage, int]] = []
+    routed: list[tuple[SegmentJudged, int]] = []
+
+    def on_invalid(message: InvalidMessage, n: int) -> str:
+        invalid.append((message, n))
+        return "invalid"
+
+    def on_judged(event: SegmentJudged, n: int) -> str:
+        routed.append((event, n))
+        return "judged"
+
+    router: Router[[int], str] = Router(on_invalid)
+    router.route(SEGMENT_JUDGED, on_judged)
+    router.route(DEAD_LETTER, lambda letter, n: "dead letter")
+
+    event = verdict("r")
+    assert router.dispatch(SEGMENT_JUDGED.for_kind(JudgeKind.STATE), event.model_dump_json().encode(), 1) == "judged"
+    assert routed == [(event, 1)]
+    assert router.topic_of(dead_letter_subject(SEGMENT_JUDGED.for_kind(JudgeKind.STATE))) == DEAD_LETTER
+
+    assert router.dispatch(SEGMENT_JUDGED.for_kind(JudgeKind.STATE), b'{"run_id": "r"}', 2) == "invalid"
+    assert router.dispatch(EPOCH_EXPORTED.subject, epoch_event("r").model_dump_json().encode(), 3) == "invalid"
+    (bad, n), (unmatched, m) = invalid
+    assert (bad.topic, n) == (SEGMENT_JUDGED, 2) and "invalid SegmentJudged payload" in bad.reason
+    assert bad.errors(limit=1)[0]["type"] == "missing" and len(bad.errors()) > 1
+    assert (unmatched.topic, m) == (None, 3) and unmatched.errors() == []
+    assert unmatched.reason == f"no routed topic matches subject {EPOCH_EXPORTED.subject}"
+
+    with pytest.raises(ValueError, match="routed twice"):
+        router.route(DEAD_LETTER, lambda letter, n: "again")
+
+
+async def test_router_subscribes_live_and_follows_streams_without_taking_work(bus: Bus, run_id: str) -> None:
+    metrics: list[LiveMetrics] = []
+    epochs: list[EpochExported] = []
+    invalid: list[InvalidMessage] = []
+    router: Router[[], None] = Router(invalid.append)
+    router.route(LIVE_METRICS, lambda event: metrics.append(event) if event.run_id == run_id else None)
+    router.route(EPOCH_EXPORTED, lambda event: epochs.append(event) if event.run_id == run_id else None)
+    assert router.streams() == [s for s in STREAMS if s.name == PIPELINE_STREAM]
+
+    await bus.publish(EPOCH_EXPORTED, epoch_event(run_id, 0))  # before subscribing: not read
+    subscriptions = await router.subscribe(bus)
+    try:
+        await bus.publish_live(LIVE_METRICS.subject, LiveMetrics(
+            run_id=run_id, epoch=1, env_steps=1, episodes=0, env_steps_per_s=1.0, mean_episode_return=None))
+        for _ in range(2):  # stored once: read once
+            await bus.publish(EPOCH_EXPORTED, epoch_event(run_id, 1))
+        await bus.js.publish(EPOCH_EXPORTED.subject, json.dumps({"run_id": run_id, "epoch": "one"}).encode())
+        await bus.publish(EPOCH_EXPORTED, epoch_event(run_id, 2))
+        await wait_until(lambda: len(metrics) == 1 and [e.epoch for e in epochs] == [1, 2])
+        assert len(invalid) == 1 and invalid[0].topic == EPOCH_EXPORTED
+
+        readers = [c for c in await bus.js.consumers_info(PIPELINE_STREAM) if c.config.deliver_subject]
+        assert readers and all(c.config.durable_name is None and c.config.ack_policy == AckPolicy.NONE
+                               for c in readers)
+        assert not [c for c in await bus.js.consumers_info(DEADLETTER_STREAM) if c.config.deliver_subject
+                    and EPOCH_EXPORTED.subject in (c.config.filter_subjects or [])]
+    finally:
+        for subscription in subscriptions:
+            await subscription.unsubscribe()

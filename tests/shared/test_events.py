@@ -45,8 +45,10 @@ def samples(run_id: str) -> list[tuple[Topic[Event], str, Event]]:
     ref = {"run_id": run_id, "epoch": 3, "segment_id": "ep0007-seg002"}
     return [
         (SEGMENT_EXPORTED, SEGMENT_EXPORTED.subject, SegmentExported(
-            **ref, episode_id="ep0007", profile="testworld", step_start=300, step_end=600, num_frames=75,
-            total_reward=12.5)),
+            **ref, episode_id="ep0007", profile="testworld", step_start=300, step_end=600, num_steps=300,
+            frame_every=4, frame_steps=list(range(300, 600, 4)), total_reward=12.5,
+            reward_components={"new_room": 2.0, "rnd": 10.5}, rooms_visited=[(0, 0x11), (0, 0x12)],
+            reward_model_epoch=2)),
         (SEGMENT_JUDGED, SEGMENT_JUDGED.for_kind(JudgeKind.PUZZLE), SegmentJudged(
             **ref, kind=JudgeKind.PUZZLE, backend="rules", model="rules-v1", scores={"puzzle": 0.75},
             agreement=1.0, votes=3, rationale="switch pressed")),
@@ -99,10 +101,11 @@ async def test_round_trip_through_nats(bus: Bus, run_id: str) -> None:
 
 def test_unknown_schema_version_and_fields_are_rejected() -> None:
     good = SegmentExported(run_id="r", epoch=0, segment_id="s", episode_id="e", profile="p", step_start=0,
-                           step_end=300, num_frames=0, total_reward=0.0)
+                           step_end=300, num_steps=300, frame_every=4, frame_steps=[], total_reward=0.0,
+                           reward_components={}, rooms_visited=[], reward_model_epoch=None)
     data = good.model_dump(mode="json")
     with pytest.raises(ValidationError, match="schema_version"):
-        SegmentExported.model_validate({**data, "schema_version": 2})
+        SegmentExported.model_validate({**data, "schema_version": 1})
     with pytest.raises(ValidationError, match="surprise"):
         SegmentExported.model_validate({**data, "surprise": 1})
     with pytest.raises(ValidationError):

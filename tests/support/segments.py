@@ -27,7 +27,7 @@ from typing import Literal
 from PIL import Image, ImageDraw
 
 from zelda_rlaif.events import EpochExported, SegmentExported
-from zelda_rlaif.segments import OBSERVATION_SIZE, GameState, SegmentManifest, StepRecord
+from zelda_rlaif.segments import OBSERVATION_SIZE, GameState, StepRecord
 from zelda_rlaif.storage import keys
 from zelda_rlaif.storage.base import ObjectStore
 
@@ -193,17 +193,14 @@ def write_segment(
             components[name] = round(components.get(name, 0.0) + value, 4)
     rooms = sorted({r.state.location for r in records})
     total = round(sum(r.reward for r in records), 4)
-    manifest = SegmentManifest(
+    manifest = SegmentExported(
         run_id=run_id, epoch=epoch, episode_id=episode_id or f"{run_id}-ep{epoch}-{seed}", segment_id=segment_id,
         profile=profile, step_start=step_start, step_end=step_start + steps, num_steps=steps,
         frame_every=frame_every, frame_steps=frame_steps, total_reward=total, reward_components=components,
         rooms_visited=rooms, reward_model_epoch=epoch - 1 if epoch else None,
     )
     store.put_json(keys.segment_manifest(run_id, epoch, segment_id), manifest)
-    return SegmentExported(
-        run_id=run_id, epoch=epoch, segment_id=segment_id, episode_id=manifest.episode_id, profile=profile,
-        step_start=step_start, step_end=step_start + steps, num_frames=len(frame_steps), total_reward=total,
-    )
+    return manifest
 
 
 def write_epoch(

@@ -1,15 +1,21 @@
-"""Live screens reach NATS from the env without the env ever waiting on the network."""
+"""Live screens reach NATS from the env without the env ever waiting on the network, even while NATS is away."""
 
 from __future__ import annotations
 
 import asyncio
+import socket
+import time
+from pathlib import Path
 
 from nats.aio.msg import Msg
 
-from zelda_rlaif.bus import Bus
-from zelda_rlaif.events import LiveFrame
+from zelda_rlaif.bus import Bus, LivePublisher
+from zelda_rlaif.embedded_nats import EmbeddedNats
+from zelda_rlaif.events import LiveFrame, LiveMetrics
+from zelda_rlaif.game.config import EnvConfig
 from zelda_rlaif.settings import NatsSettings
-from zelda_rlaif.subjects import LIVE_FRAMES
+from zelda_rlaif.subjects import LIVE_FRAMES, LIVE_METRICS
+from zelda_trainer.env_config import LivePlan, TrainingEnvConfig
 from zelda_trainer.training_env import TrainingEnv
 
 
@@ -23,8 +29,9 @@ async def test_live_frames_are_published_as_pngs_with_state(bus: Bus, nats_setti
             frames.append(frame)
 
     sub = await bus.subscribe_live(LIVE_FRAMES.subject, on_frame)
-    env = TrainingEnv({"env": {"max_steps": 100_000}, "nats_url": nats_settings.url,
-                       "live": {"run_id": run_id, "fps": 60, "worker_index": 0}})
+    env = TrainingEnv(TrainingEnvConfig(
+        env=EnvConfig(max_steps=100_000), epoch=0, export=None,
+        live=LivePlan(run_id=run_id, fps=60, worker_index=0, nats_url=nats_settings.url)))
     env.attach(worker_index=0, vector_index=0)
     env.reset(seed=0)
 
@@ -46,3 +53,39 @@ async def test_live_frames_are_published_as_pngs_with_state(bus: Bus, nats_setti
     assert first.png.startswith(b"\x89PNG") and first.env_id == env.source_id
     assert {"room", "x", "y", "health", "menu_open"} <= set(first.state)
     assert [f.step for f in frames] == sorted(f.step for f in frames)
+
+
+async def test_live_events_never_wait_on_nats_and_resume_when_it_comes_back(tmp_path: Path) -> None:
+    port = free_port()
+    publisher = LivePublisher(NatsSettings(url=f"nats://127.0.0.1:{port}", connect_timeout_s=0.2), "test-live",
+                              retry_s=0.2)
+    metrics = [LiveMetrics(run_id="away", epoch=0, env_steps=step, episodes=0, env_steps_per_s=0.0,
+                           mean_episode_return=None) for step in range(2000)]
+    started = time.monotonic()
+    for event in metrics:  # nobody to connect to: each offer returns at once and the oldest pending ones go
+        publisher.publish_live(LIVE_METRICS.subject, event)
+    assert time.monotonic() - started < 1.0
+
+    with EmbeddedNats(tmp_path / "nats", port=port) as server:
+        bus = await Bus.connect(NatsSettings(url=server.url), name="test-live-listener")
+        received: list[LiveMetrics] = []
+
+        async def on_metrics(msg: Msg) -> None:
+            received.append(LiveMetrics.model_validate_json(msg.data))
+
+        await bus.subscribe_live(LIVE_METRICS.subject, on_metrics)
+        await bus.nc.flush()
+        for _ in range(100):  # offered until the retry after the failed connection gets through
+            publisher.publish_live(LIVE_METRICS.subject, lambda: metrics[-1])  # built on the publisher's thread
+            if received:
+                break
+            await asyncio.sleep(0.05)
+        assert received and {m.env_steps for m in received} <= {1998, 1999}, "only the newest wait"
+        publisher.close()
+        await bus.close()
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])

@@ -1,5 +1,6 @@
-"""The driver announces segments from the keys the env runners hand over, without listing the store every
-iteration; at an epoch's end one listing also catches segments whose runner was lost before handing them over."""
+"""The driver announces the segments the env runners hand over, without listing the store every iteration; at
+an epoch's end one listing also catches segments whose runner was lost before handing them over, read straight
+from their manifests."""
 
 from __future__ import annotations
 
@@ -10,8 +11,11 @@ from typing import Any
 import numpy as np
 
 from zelda_rlaif.events import SegmentExported
+from zelda_rlaif.game.config import EnvConfig
+from zelda_rlaif.game.rewards.config import RewardConfig
 from zelda_rlaif.settings import StoreSettings
 from zelda_rlaif.storage import keys
+from zelda_trainer.env_config import ExportPlan, StoreLocation, TrainingEnvConfig
 from zelda_trainer.settings import TrainerSettings
 from zelda_trainer.training import Trainer
 from zelda_trainer.training_env import TrainingEnv
@@ -41,18 +45,20 @@ class FakeRunnerGroup:
 
 
 def training_env(store_url: str) -> TrainingEnv:
-    env = TrainingEnv({
-        "env": {"max_steps": 1000, "rewards": {"rnd": 0.0}},
-        "store": {"url": store_url},
-        "export": {"run_id": RUN, "profile": "testworld", "segment_steps": SEGMENT_STEPS, "frame_every": 5,
-                   "export_fraction": 1.0, "seed": 0},
-    })
+    env = TrainingEnv(TrainingEnvConfig(
+        env=EnvConfig(max_steps=1000, rewards=RewardConfig(rnd=0.0)), epoch=0, live=None,
+        export=ExportPlan(run_id=RUN, profile="testworld", segment_steps=SEGMENT_STEPS, frame_every=5,
+                          export_fraction=1.0, seed=0,
+                          store=StoreLocation(url=store_url, s3_endpoint=None, s3_region="us-east-1")),
+    ))
     env.attach(worker_index=1, vector_index=0)
     env.reset(seed=0)
     return env
 
 
-async def test_segments_are_announced_from_the_runners_keys_and_reconciled_at_the_epoch_end(tmp_path: Path) -> None:
+async def test_segments_are_announced_as_the_runners_hand_them_over_and_reconciled_at_the_epoch_end(
+    tmp_path: Path,
+) -> None:
     store_url = f"file://{tmp_path / 'store'}"
     trainer = Trainer(TrainerSettings(run_id=RUN, store=StoreSettings(url=store_url)))
     env = training_env(store_url)
@@ -70,14 +76,18 @@ async def test_segments_are_announced_from_the_runners_keys_and_reconciled_at_th
 
     for action in actions[:2 * SEGMENT_STEPS]:  # two complete segments: what one training iteration might export
         env.step(int(action))
-    await trainer._announce_segments(bus, trainer._stored_manifests())  # type: ignore[arg-type]
+    await trainer._announce_segments(bus, trainer._stored_segments())  # type: ignore[arg-type]
     assert [event.segment_id for event in bus.segments] == ["e000-w1v0-00001-s00", "e000-w1v0-00001-s01"]
-    assert not listings, "per iteration the runners' keys suffice"
-    assert trainer._stored_manifests() == [], "each key is handed over once"
+    assert not listings, "per iteration the runners' own lists suffice"
+    assert trainer._stored_segments() == [], "each segment is handed over once"
+    first = bus.segments[0]
+    assert first == SegmentExported.model_validate(trainer.store.get_json(
+        keys.segment_manifest(RUN, 0, first.segment_id))), "the event published is the manifest stored"
+    assert (first.num_steps, first.frame_steps) == (SEGMENT_STEPS, [0, 5])
 
     for action in actions[2 * SEGMENT_STEPS:]:
         env.step(int(action))
-    env.exporter.take_stored_manifests()  # type: ignore[union-attr]  # as if its runner died before handing it over
+    env.take_stored_segments()  # as if its runner died before handing them over
     segments = await trainer._reconcile_segments(bus, epoch=0)  # type: ignore[arg-type]
     assert segments == 3
     assert [event.segment_id for event in bus.segments][-1] == "e000-w1v0-00001-s02"

@@ -10,7 +10,7 @@ from nats.aio.msg import Msg
 
 from zelda_rlaif.bus import Bus
 from zelda_rlaif.events import EpochExported, SegmentExported
-from zelda_rlaif.segments import SegmentManifest, StepRecord
+from zelda_rlaif.segments import StepRecord
 from zelda_rlaif.settings import NatsSettings, StoreSettings
 from zelda_rlaif.storage import keys, open_store
 from zelda_rlaif.subjects import EPOCH_EXPORTED, SEGMENT_EXPORTED
@@ -60,9 +60,11 @@ async def test_two_epochs_export_checkpoint_and_resume(
         assert len({s.segment_id for s in announced}) == len(announced)
     assert summary.env_steps >= 1200
 
-    # The objects are well-formed: manifest, a 100-step state log with 128-D observations, frames.
+    # The objects are well-formed: the manifest (the event published), a 100-step state log with 128-D
+    # observations, frames.
     sample = segments[0]
-    manifest = SegmentManifest.model_validate(store.get_json(keys.segment_manifest(run_id, 0, sample.segment_id)))
+    manifest = SegmentExported.model_validate(store.get_json(keys.segment_manifest(run_id, 0, sample.segment_id)))
+    assert manifest == sample
     records = [StepRecord.model_validate(r) for r in store.get_jsonl(keys.segment_states(run_id, 0, sample.segment_id))]
     assert manifest.num_steps == len(records) == 100
     assert [r.step for r in records] == list(range(manifest.step_start, manifest.step_end))

@@ -9,21 +9,29 @@ import pytest
 
 from zelda_rlaif.game.config import EnvConfig
 from zelda_rlaif.game.env import ZeldaEnv
+from zelda_rlaif.game.rewards.config import RewardConfig
+from zelda_trainer.env_config import TrainingEnvConfig
 from zelda_trainer.vector_env import TrainingVectorEnv
 
 EPISODE_STEPS = 6
 
 
+def plain_config(env: EnvConfig) -> TrainingEnvConfig:
+    """No export, no live view: the env alone."""
+    return TrainingEnvConfig(env=env, epoch=0, export=None, live=None)
+
+
 @pytest.fixture
 def vector_env() -> Iterator[TrainingVectorEnv]:
-    env = TrainingVectorEnv({"env": {"max_steps": EPISODE_STEPS, "rewards": {"rnd": 0.0}}, "num_envs": 3})
+    env = TrainingVectorEnv(plain_config(EnvConfig(max_steps=EPISODE_STEPS, rewards=RewardConfig(rnd=0.0))),
+                            num_envs=3)
     env.attach(worker_index=1)
     yield env
     env.close()
 
 
 def test_sub_envs_are_named_by_worker_and_slot_and_must_be_attached_first() -> None:
-    env = TrainingVectorEnv({"env": {"max_steps": 10}, "num_envs": 2})
+    env = TrainingVectorEnv(plain_config(EnvConfig(max_steps=10)), num_envs=2)
     with pytest.raises(RuntimeError, match="attach"):
         env.reset(seed=0)
     env.attach(worker_index=3)
@@ -32,7 +40,7 @@ def test_sub_envs_are_named_by_worker_and_slot_and_must_be_attached_first() -> N
 
 
 def test_steps_match_single_envs_seeded_like_gymnasium_vector_envs(vector_env: TrainingVectorEnv) -> None:
-    singles = [ZeldaEnv(EnvConfig(max_steps=EPISODE_STEPS, rewards={"rnd": 0.0})) for _ in range(3)]
+    singles = [ZeldaEnv(EnvConfig(max_steps=EPISODE_STEPS, rewards=RewardConfig(rnd=0.0))) for _ in range(3)]
     observations, _ = vector_env.reset(seed=7)
     for index, single in enumerate(singles):
         np.testing.assert_array_equal(observations[index], single.reset(seed=7 + index)[0])

@@ -13,8 +13,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from zelda_hud.server import serve
+    """Serve until SIGTERM/SIGINT, then close the browsers' connections and exit 0."""
+    from zelda_hud.server import event_loop_factory, serve
+    from zelda_hud.settings import HudSettings
+    from zelda_rlaif.logs import configure_logging
+    from zelda_rlaif.service import flag_overrides, run_service
+    from zelda_rlaif.settings import load_settings
 
-    given = {"host": args.host, "port": args.port, "run_id": args.run_id}
-    overrides = {name: value for name, value in given.items() if value is not None}
-    return serve(**overrides)
+    settings = load_settings(HudSettings, **flag_overrides(args, "host", "port", "run_id"))
+    configure_logging("hud", settings.log)
+    return run_service(serve, settings, loop_factory=event_loop_factory())

@@ -22,13 +22,10 @@ from zelda_hud.hub import Hub
 from zelda_hud.settings import HudSettings
 from zelda_rlaif.bus import Bus
 from zelda_rlaif.errors import BusError
-from zelda_rlaif.subjects import LIVE_FRAMES, LIVE_GUIDANCE, LIVE_METRICS, STREAMS, StreamSpec
+from zelda_rlaif.subjects import StreamSpec
 
 log = logging.getLogger(__name__)
 
-# Frames are only worth showing while fresh: cap what nats-py buffers for us if the loop ever stalls, so
-# it drops old frames (reported as a slow-consumer warning) instead of piling them up.
-FRAME_BUFFER_BYTES = 16 * 1024 * 1024
 RETRY_MAX_S = 10.0
 STATE_POLL_S = 0.5
 
@@ -56,8 +53,8 @@ class Feeds:
 
     async def _run_connected(self) -> None:
         self.bus = bus = await self._connect()
-        await self._subscribe_live(bus)
-        followers = [asyncio.create_task(self._follow(bus, spec)) for spec in STREAMS]
+        await self.hub.router.subscribe_live(bus)
+        followers = [asyncio.create_task(self._follow(bus, spec)) for spec in self.hub.router.streams()]
         try:
             while True:
                 for task in followers:
@@ -97,23 +94,15 @@ class Feeds:
                 log.info("connected to NATS at %s", self.settings.nats.url)
                 return bus
 
-    async def _on_message(self, msg: Msg) -> None:
-        self.hub.ingest(msg.subject, msg.data)
-
-    async def _subscribe_live(self, bus: Bus) -> None:
-        await bus.nc.subscribe(LIVE_FRAMES.subject, cb=self._on_message, pending_bytes_limit=FRAME_BUFFER_BYTES)
-        await bus.subscribe_live(LIVE_METRICS.subject, self._on_message)
-        await bus.subscribe_live(LIVE_GUIDANCE.subject, self._on_message)
-
     async def _follow(self, bus: Bus, spec: StreamSpec) -> None:
         """Attach an ordered consumer to ``spec``'s stream, waiting for the stream to exist."""
         delay = 0.5
         while True:
             try:
                 info = await bus.js.stream_info(spec.name)
-                config = self._consumer_config(spec, info.state.first_seq, info.state.last_seq)
-                await bus.js.subscribe(spec.subjects[0], stream=spec.name, cb=self._stream_callback(spec.name),
-                                       ordered_consumer=True, config=config)
+                policy, start = self._start(spec, info.state.first_seq, info.state.last_seq)
+                await self.hub.router.follow(bus, spec, self._stream_callback(spec.name), deliver_policy=policy,
+                                             start_sequence=start)
             except NotFoundError:
                 log.warning("stream %s does not exist yet (the HUD only reads it; any other service or "
                             "`zelda-rlaif provision` creates it); retrying in %.1fs", spec.name, delay)
@@ -130,21 +119,17 @@ class Feeds:
     def _stream_callback(self, stream: str) -> Callable[[Msg], Awaitable[None]]:
         async def on_message(msg: Msg) -> None:
             self.last_sequence[stream] = msg.metadata.sequence.stream
-            self.hub.ingest(msg.subject, msg.data)
+            self.hub.router.dispatch(msg.subject, msg.data)
 
         return on_message
 
-    def _consumer_config(self, spec: StreamSpec, first_seq: int, last_seq: int) -> api.ConsumerConfig:
-        config = api.ConsumerConfig(filter_subjects=list(spec.subjects))
+    def _start(self, spec: StreamSpec, first_seq: int, last_seq: int) -> tuple[api.DeliverPolicy, int | None]:
+        """Where to start reading ``spec``: right after what was folded in, else the last ``replay_events``."""
         replay = self.settings.replay_events
         if spec.name in self.last_sequence:
-            config.deliver_policy = api.DeliverPolicy.BY_START_SEQUENCE
-            config.opt_start_seq = self.last_sequence[spec.name] + 1
-        elif replay == 0:
-            config.deliver_policy = api.DeliverPolicy.NEW
-        elif last_seq == 0:
-            config.deliver_policy = api.DeliverPolicy.ALL
-        else:
-            config.deliver_policy = api.DeliverPolicy.BY_START_SEQUENCE
-            config.opt_start_seq = max(first_seq, last_seq - replay + 1)
-        return config
+            return api.DeliverPolicy.BY_START_SEQUENCE, self.last_sequence[spec.name] + 1
+        if replay == 0:
+            return api.DeliverPolicy.NEW, None
+        if last_seq == 0:
+            return api.DeliverPolicy.ALL, None
+        return api.DeliverPolicy.BY_START_SEQUENCE, max(first_seq, last_seq - replay + 1)

@@ -6,21 +6,19 @@ follow it can never interleave, and a NATS callback returns in microseconds what
 
 from __future__ import annotations
 
-import functools
 import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
-
-from pydantic import ValidationError
+from typing import Any, TypeVar
 
 from zelda_hud import wire
 from zelda_hud.fanout import ClientChannel, Fanout
 from zelda_hud.runs import Limits, RunTracker, RunView, dead_letter_summary
 from zelda_hud.settings import HudSettings
 from zelda_hud.telemetry import Telemetry
+from zelda_rlaif.bus import InvalidMessage, Router
 from zelda_rlaif.events import (
     DeadLetter,
     EpochExported,
@@ -50,39 +48,12 @@ from zelda_rlaif.subjects import (
 
 log = logging.getLogger(__name__)
 
-# Topic -> short kind name used in metrics labels and logs
-KINDS: dict[str, Topic[Event]] = {
-    "frame": LIVE_FRAMES,
-    "metrics": LIVE_METRICS,
-    "guidance": LIVE_GUIDANCE,
-    "segment_exported": SEGMENT_EXPORTED,
-    "verdict": SEGMENT_JUDGED,
-    "scored": SEGMENT_SCORED,
-    "epoch_exported": EPOCH_EXPORTED,
-    "scores_ready": SCORES_READY,
-    "reward_model": REWARD_MODEL_UPDATED,
-    "dead_letter": DEAD_LETTER,
-}
+E = TypeVar("E", bound=Event)
+
 EXPLORATION_INTERVAL_S = 1.0
 PIPELINE_INTERVAL_S = 0.5
 HEARTBEAT_INTERVAL_S = 2.0
 INVALID_LOG_EVERY_S = 60.0
-
-
-def subject_matches(pattern: str, subject: str) -> bool:
-    """NATS wildcard matching: ``*`` is one token, a trailing ``>`` one or more."""
-    wanted, tokens = pattern.split("."), subject.split(".")
-    for i, part in enumerate(wanted):
-        if part == ">":
-            return len(tokens) > i
-        if i >= len(tokens) or (part != "*" and part != tokens[i]):
-            return False
-    return len(tokens) == len(wanted)
-
-
-@functools.lru_cache(maxsize=4096)  # one entry per env's frame subject and a few more
-def kind_of(subject: str) -> str | None:
-    return next((kind for kind, topic in KINDS.items() if subject_matches(topic.subject, subject)), None)
 
 
 @dataclass
@@ -109,46 +80,54 @@ class Hub:
         self._dirty = _Dirty()
         self._last_heartbeat = 0.0
         self._invalid_logged_at: dict[str, float] = {}
-        self._handlers: dict[str, Callable[[Any, RunView], None]] = {
-            "frame": self._on_frame,
-            "metrics": self._on_metrics,
-            "guidance": self._on_guidance,
-            "segment_exported": self._on_segment_exported,
-            "verdict": self._on_verdict,
-            "scored": self._on_scored,
-            "epoch_exported": self._on_epoch_event,
-            "scores_ready": self._on_epoch_event,
-            "reward_model": self._on_reward_model,
-            "dead_letter": self._on_dead_letter,
-        }
+        # Every message enters here (``router.dispatch``); each topic has a short kind name for metrics labels
+        # (zelda_hud_messages_received{kind=...}) and logs.
+        self.router: Router[[], None] = Router(self._invalid)
+        self._kinds: dict[Topic[Event], str] = {}
+        self._route("frame", LIVE_FRAMES, self._on_frame)
+        self._route("metrics", LIVE_METRICS, self._on_metrics)
+        self._route("guidance", LIVE_GUIDANCE, self._on_guidance)
+        self._route("segment_exported", SEGMENT_EXPORTED, self._on_segment_exported)
+        self._route("verdict", SEGMENT_JUDGED, self._on_verdict)
+        self._route("scored", SEGMENT_SCORED, self._on_scored)
+        self._route("epoch_exported", EPOCH_EXPORTED, self._on_epoch_event)
+        self._route("scores_ready", SCORES_READY, self._on_epoch_event)
+        self._route("reward_model", REWARD_MODEL_UPDATED, self._on_reward_model)
+        self._route("dead_letter", DEAD_LETTER, self._on_dead_letter)
         telemetry.watch_fanout(self.fanout, lambda: self.nats_state == "connected")
 
     # Ingest
 
-    def ingest(self, subject: str, data: bytes) -> None:
-        kind = kind_of(subject)
-        if kind is None:
-            return
-        self.telemetry.received.labels(kind).inc()
-        try:
-            event = KINDS[kind].model.model_validate_json(data)
-        except ValidationError as exc:
-            self._invalid(kind, subject, exc)
-            return
+    def _route(self, kind: str, topic: Topic[E], handler: Callable[[E, RunView], None]) -> None:
+        def ingest(event: E) -> None:
+            self.telemetry.received.labels(kind).inc()
+            view = self._view_of(event)
+            if view is not None:
+                handler(event, view)
+
+        self._kinds[topic] = kind
+        self.router.route(topic, ingest)
+
+    def _view_of(self, event: Event) -> RunView | None:
+        """The view of the event's run, or None when it is not shown (another run than the pinned one)."""
         run_id = getattr(event, "run_id", None)
         if run_id is None:  # a dead letter whose payload had no run id
             self.unattributed_dead_letters += 1
-            return
+            return None
         view, switched = self.runs.view(run_id, event.emitted_at)
         if view is None:
-            return  # another run than the pinned one
+            return None
         if switched:
             log.info("showing run %s", run_id)
             self.fanout.resync()
-        self._handlers[kind](event, view)
+        return view
 
-    def _invalid(self, kind: str, subject: str, exc: ValidationError) -> None:
+    def _invalid(self, invalid: InvalidMessage) -> None:
         """The HUD only reads: the message stays in its stream for its real consumers, so count it and say so."""
+        if invalid.topic is None:
+            return  # not a subject the HUD shows (it subscribes only to routed topics)
+        kind = self._kinds[invalid.topic]
+        self.telemetry.received.labels(kind).inc()
         self.telemetry.invalid.labels(kind).inc()
         now = time.monotonic()
         if now - self._invalid_logged_at.get(kind, -INVALID_LOG_EVERY_S) >= INVALID_LOG_EVERY_S:
@@ -156,7 +135,7 @@ class Hub:
             log.warning(
                 "ignoring an invalid %s message on %s (the publisher does not follow zelda_rlaif.events; "
                 "further ones are counted in zelda_hud_messages_invalid): %s",
-                kind, subject, exc.errors(include_url=False)[:3],
+                kind, invalid.subject, invalid.errors(limit=3),
             )
 
     def _is_shown(self, view: RunView) -> bool:

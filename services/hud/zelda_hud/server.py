@@ -1,18 +1,19 @@
-"""Run the HUD under uvicorn: the entry point behind ``zelda-rlaif hud``."""
+"""Run the HUD under uvicorn: ``serve``, the entry point behind ``zelda-rlaif hud``."""
 
 from __future__ import annotations
 
+import asyncio
 import socket
-from typing import Any
+from collections.abc import Callable
 
 import uvicorn
+from uvicorn.loops.auto import auto_loop_factory
 
 from zelda_hud.app import create_app
 from zelda_hud.auth import redact_tokens_in_server_logs
 from zelda_hud.settings import HudSettings
 from zelda_rlaif.errors import ZeldaRlaifError
-from zelda_rlaif.logs import configure_logging
-from zelda_rlaif.settings import load_settings
+from zelda_rlaif.http_server import EmbeddedServer, serve_until_stopped
 
 
 class CannotListen(ZeldaRlaifError):
@@ -58,15 +59,17 @@ def listening_socket(settings: HudSettings) -> socket.socket:
     return sock
 
 
-def build_server(settings: HudSettings) -> tuple[uvicorn.Server, socket.socket]:
+def build_server(settings: HudSettings) -> tuple[EmbeddedServer, socket.socket]:
     redact_tokens_in_server_logs()
-    return uvicorn.Server(uvicorn_config(settings)), listening_socket(settings)
+    return EmbeddedServer(uvicorn_config(settings)), listening_socket(settings)
 
 
-def serve(**overrides: Any) -> int:
-    settings = load_settings(HudSettings, **overrides)
-    configure_logging("hud", settings.log)
+def event_loop_factory() -> Callable[[], asyncio.AbstractEventLoop]:
+    """uvloop when it is installed (``uvicorn[standard]`` brings it), as ``uvicorn.run`` would choose."""
+    return auto_loop_factory(use_subprocess=False)
+
+
+async def serve(settings: HudSettings, stop: asyncio.Event) -> None:
+    """Serve until ``stop`` is set, then close every browser's connection and shut down gracefully."""
     server, sock = build_server(settings)
-    # uvicorn shuts down gracefully on SIGINT/SIGTERM, then re-raises the signal so the exit status shows it.
-    server.run(sockets=[sock])
-    return 0
+    await serve_until_stopped(server, stop, sockets=[sock])

@@ -1,10 +1,12 @@
-"""``zelda-rlaif judge --kind state|puzzle|vision``: one judge replica (cheap imports only here)."""
+"""``zelda-rlaif judge --kind <kind>``: one judge replica (cheap imports only here)."""
 
 from __future__ import annotations
 
 import argparse
 
-KINDS = ("state", "puzzle", "vision")
+from zelda_rlaif.events import JudgeKind  # pydantic, ~0.1 s: the price of one list of kind names
+
+KINDS = tuple(kind.value for kind in JudgeKind)
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -17,6 +19,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from zelda_judge.service import main
+    """Judge until SIGTERM/SIGINT: fetching stops, in-flight segments settle, exit 0."""
+    from zelda_judge.service import serve
+    from zelda_judge.settings import JudgeSettings
+    from zelda_rlaif.logs import configure_logging
+    from zelda_rlaif.service import flag_overrides, run_service
+    from zelda_rlaif.settings import load_settings
 
-    return main(kind=args.kind, backend=args.backend, http_port=args.http_port)
+    settings = load_settings(JudgeSettings, **flag_overrides(args, "kind", "backend", "http_port"))
+    configure_logging(f"judge-{settings.judge_kind.value}", settings.log)
+    return run_service(serve, settings)

@@ -6,8 +6,7 @@ starts ~0.5 s faster without FastAPI's imports, which matters when replicas scal
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import uvicorn
@@ -18,6 +17,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from zelda_judge.metrics import JudgeMetrics
+from zelda_rlaif.http_server import EmbeddedServer
 
 
 def build_app(metrics: JudgeMetrics, health: Callable[[], dict[str, Any]]) -> Starlette:
@@ -29,14 +29,6 @@ def build_app(metrics: JudgeMetrics, health: Callable[[], dict[str, Any]]) -> St
         return Response(metrics.render(), media_type=CONTENT_TYPE_LATEST)
 
     return Starlette(routes=[Route("/healthz", healthz), Route("/metrics", prometheus)])
-
-
-class EmbeddedServer(uvicorn.Server):
-    """uvicorn without its signal handlers: the service owns SIGTERM and stops the server itself."""
-
-    @contextlib.contextmanager
-    def capture_signals(self) -> Iterator[None]:
-        yield
 
 
 def health_server(app: Starlette, host: str, port: int) -> EmbeddedServer:

@@ -1,21 +1,21 @@
 """Verdicts, combined scores and the once-per-epoch ``scores.ready``, kept without any in-process state.
 
-Replicas of all three kinds coordinate only through the object store, JetStream de-duplication and the
+Replicas of every kind coordinate only through the object store, JetStream de-duplication and the
 ``zelda_coordination`` key-value bucket, so any number of replicas may run, crash or receive redeliveries.
 
 Records (keys from ``zelda_rlaif.storage.keys``), each written before anything is published about it:
 
 - ``verdict(run, epoch, seg, kind)``: the ``SegmentJudged`` of one kind. Written once: a redelivered
   segment finds it and re-publishes it instead of asking the LLM again, so the key keeps the same content.
-- ``scored_segment(run, epoch, seg)``: the ``SegmentScored``, built once all three verdicts exist. It is a
-  pure function of the three stored verdicts (its timestamp is the latest verdict's), so two replicas
+- ``scored_segment(run, epoch, seg)``: the ``SegmentScored``, built once every kind's verdict exists. It is a
+  pure function of the stored verdicts (its timestamp is the latest verdict's), so two replicas
   completing the same segment at once write the same record.
 - ``unjudged_segment(run, epoch, seg)``: why a segment was dead-lettered (by kind).
 - ``epoch_manifest(run, epoch)``: the ``EpochExported`` that says how many segments the epoch has.
 - ``epoch_scores(run, epoch)``: ``scores.jsonl``, one ``SegmentScored`` JSON per line, sorted by segment id.
 
 Completion rule ("the last writer sees everything"): every actor first writes its own record, then lists
-the others. A segment's third verdict is written before the listing that finds all three, and a scored or
+the others. A segment's last verdict is written before the listing that finds them all, and a scored or
 unjudged record (or the epoch manifest) is written before the listing that counts the epoch complete, so
 whichever of the racing replicas writes last is guaranteed to see the complete picture, whatever the order
 of arrival (``epoch.exported`` before or after the last verdict). This relies on the store's read-after-write
@@ -100,7 +100,7 @@ class ScoreLedger:
     # Combined scores
 
     async def try_score(self, ref: SegmentRef) -> SegmentScored | None:
-        """Write and publish the segment's combined score if all three kinds have judged it."""
+        """Write and publish the segment's combined score if every kind has judged it."""
         key = keys.scored_segment(ref.run_id, ref.epoch, ref.segment_id)
         try:
             scored = SegmentScored.model_validate_json(await self.store.get_bytes(key))

@@ -3,7 +3,7 @@
 The original judges pasted a 33,000-character walkthrough into a 4,096-token context, failed, and fell
 back to a fake neutral score. Here a prompt is a short rubric plus a factual summary of the segment; the
 summary is rendered at the most detailed level that fits ``token_budget`` (long lists are cut to their
-first and last entries), and the vision judge drops frames before it would overflow. Tokens are estimated
+first and last entries), and a kind that sees frames drops frames before it would overflow. Tokens are estimated
 as characters / 4 for text plus ``IMAGE_TOKENS`` per image.
 """
 
@@ -14,12 +14,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from zelda_judge.rubric import DESCRIPTIONS, DIMENSIONS
+from zelda_judge.kinds import KINDS
+from zelda_judge.prompt_focus import clip_list
 from zelda_judge.summary import SegmentSummary
 from zelda_rlaif.errors import ZeldaRlaifError
-from zelda_rlaif.events import JudgeKind
+from zelda_rlaif.events import JudgeKind, SegmentExported
 from zelda_rlaif.llm import png_data_url
-from zelda_rlaif.segments import SegmentManifest
 
 CHARS_PER_TOKEN = 4
 # A 160x144 Game Boy frame is ~30 vision tokens on Qwen2.5-VL (28x28 pixels per token); OpenAI charges 85
@@ -45,31 +45,20 @@ class Prompt:
 
 
 def system_prompt(kind: JudgeKind) -> str:
-    dims = DIMENSIONS[kind]
+    dimensions = KINDS[kind].dimensions
     lines = [
         f"You are the {kind.value} judge for a reinforcement-learning agent playing The Legend of Zelda: "
         "Oracle of Seasons (Game Boy Color). You score one segment of play from the facts given.",
         "Score each dimension from 0.0 (none at all) to 1.0 (excellent):",
-        *(f"- {d}: {DESCRIPTIONS[d]}" for d in dims),
+        *(f"- {d.name}: {d.description}" for d in dimensions),
         "Judge only what the evidence shows; an uneventful segment deserves low scores.",
-        "Answer with one JSON object with the keys " + ", ".join(dims) + ", rationale "
+        "Answer with one JSON object with the keys " + ", ".join(d.name for d in dimensions) + ", rationale "
         "(one or two sentences citing the evidence) and nothing else.",
     ]
     return "\n".join(lines)
 
 
-def _clip_list(items: Sequence[str], limit: int, joiner: str) -> str:
-    if len(items) <= limit:
-        return joiner.join(items)
-    if limit <= 1:
-        return f"{items[0] if limit else ''} ... ({len(items)} in all)".strip()
-    head = max(1, limit // 2)
-    tail = limit - head
-    hidden = len(items) - limit
-    return joiner.join(items[:head]) + f"{joiner}... {hidden} more ...{joiner}" + joiner.join(items[-tail:])
-
-
-def _state_facts(manifest: SegmentManifest, s: SegmentSummary, limit: int) -> list[str]:
+def _state_facts(manifest: SegmentExported, s: SegmentSummary, limit: int) -> list[str]:
     first, last = s.first, s.last
     rooms = [f"{e.label}@{e.step}" for e in s.room_path]
     events = [f"{c.step}:{c.what} {c.before}->{c.after}" for c in s.changes]
@@ -77,7 +66,7 @@ def _state_facts(manifest: SegmentManifest, s: SegmentSummary, limit: int) -> li
     return [
         f"Segment {manifest.segment_id} (episode {manifest.episode_id}, game {manifest.profile}): "
         f"steps {s.step_start}-{s.step_end} ({s.steps} steps).",
-        f"Rooms entered (group:room@step): {_clip_list(rooms, limit, ' -> ')}; {s.distinct_rooms} distinct, "
+        f"Rooms entered (group:room@step): {clip_list(rooms, limit, ' -> ')}; {s.distinct_rooms} distinct, "
         f"{s.new_rooms} new to the episode; {s.tiles_visited} distinct 16px tiles visited.",
         f"Health (quarter hearts): {first.health}/{first.max_health} -> {last.health}/{last.max_health}, "
         f"lowest {s.health_min}, damage taken {s.damage_taken}, healed {s.health_healed}; "
@@ -86,46 +75,25 @@ def _state_facts(manifest: SegmentManifest, s: SegmentSummary, limit: int) -> li
         f"{first.sword_level}->{last.sword_level}; essences {first.essences}->{last.essences}; "
         f"treasure flags +{s.bits_set('treasure_flags')} bits.",
         f"Text boxes opened: {len(s.text_boxes)}"
-        + (f" (steps {_clip_list([str(t) for t in s.text_boxes], limit, ', ')})" if s.text_boxes else "")
+        + (f" (steps {clip_list([str(t) for t in s.text_boxes], limit, ', ')})" if s.text_boxes else "")
         + f"; steps with text showing: {s.text_steps}.",
         f"START presses: {s.start_presses}; steps with a menu open: {s.menu_steps}.",
         f"Movement: {s.moving_steps} steps moved, {s.stuck_steps} stuck (walked without moving, longest run "
         f"{s.longest_stuck}); most enemies on screen: {s.enemies_max}.",
-        f"Changes (step:what before->after): {_clip_list(events, limit, '; ') if events else 'none'}.",
+        f"Changes (step:what before->after): {clip_list(events, limit, '; ') if events else 'none'}.",
         f"Actions: {actions}.",
     ]
 
 
-def _puzzle_facts(s: SegmentSummary, limit: int) -> list[str]:
-    first, last = s.first, s.last
-    flags = [f"{f.step}:{f.flag} {f.before:#x}->{f.after:#x} (+{f.bits_set}/-{f.bits_cleared} bits)"
-             for f in s.flag_changes]
-    key_uses = [f"{c.step}" for c in s.changes if c.what == "keys" and c.after < c.before]
-    return [
-        f"Flags at start: puzzle {first.puzzle_flags:#x}, door {first.door_flags:#x}, treasure "
-        f"{first.treasure_flags:#x}; at end: puzzle {last.puzzle_flags:#x}, door {last.door_flags:#x}, "
-        f"treasure {last.treasure_flags:#x}.",
-        f"Bits newly set: puzzle +{s.bits_set('puzzle_flags')}, door +{s.bits_set('door_flags')}, "
-        f"treasure +{s.bits_set('treasure_flags')}.",
-        f"Flag transitions: {_clip_list(flags, limit, '; ') if flags else 'none'}.",
-        f"Small keys used at steps: {', '.join(key_uses) if key_uses else 'none'}.",
-    ]
-
-
-def _user_text(kind: JudgeKind, manifest: SegmentManifest, s: SegmentSummary, limit: int,
+def _user_text(kind: JudgeKind, manifest: SegmentExported, s: SegmentSummary, limit: int,
                frame_steps: Sequence[int]) -> str:
-    lines = _state_facts(manifest, s, limit)
-    if kind is JudgeKind.PUZZLE:
-        lines += _puzzle_facts(s, limit)
-    if kind is JudgeKind.VISION:
-        shown = ", ".join(str(step) for step in frame_steps) or "none"
-        lines.append(f"Attached frames, in order, are the screens at steps {shown}.")
+    lines = _state_facts(manifest, s, limit) + KINDS[kind].focus(s, limit, frame_steps)
     return "\n".join(lines)
 
 
 def build_prompt(
     kind: JudgeKind,
-    manifest: SegmentManifest,
+    manifest: SegmentExported,
     summary: SegmentSummary,
     *,
     token_budget: int,

@@ -18,8 +18,8 @@ from pydantic import BaseModel, ValidationError
 from zelda_judge.summary import SegmentSummary, summarize
 from zelda_rlaif.bus import PermanentFailure
 from zelda_rlaif.errors import ObjectNotFound
-from zelda_rlaif.events import SegmentRef
-from zelda_rlaif.segments import SegmentManifest, StepRecord
+from zelda_rlaif.events import SegmentExported, SegmentRef
+from zelda_rlaif.segments import StepRecord
 from zelda_rlaif.storage import keys
 from zelda_rlaif.storage.base import ObjectStore
 
@@ -63,7 +63,7 @@ class AsyncStore:
 class Segment:
     """A segment as the judges see it."""
 
-    manifest: SegmentManifest
+    manifest: SegmentExported
     records: Sequence[StepRecord]
     summary: SegmentSummary
     frames: dict[int, bytes] = field(default_factory=dict)
@@ -98,10 +98,10 @@ class SegmentReader:
                 "the trainer must store every object of a segment before publishing segment.exported"
             ) from None
 
-    async def _manifest(self, ref: SegmentRef) -> SegmentManifest:
+    async def _manifest(self, ref: SegmentRef) -> SegmentExported:
         raw = await self._get(ref, keys.segment_manifest(ref.run_id, ref.epoch, ref.segment_id))
         try:
-            manifest = SegmentManifest.model_validate_json(raw)
+            manifest = SegmentExported.model_validate_json(raw)
         except ValidationError as exc:
             raise PermanentFailure(f"manifest of segment {ref.segment_id} is invalid: {exc}") from None
         if (manifest.run_id, manifest.epoch, manifest.segment_id) != (ref.run_id, ref.epoch, ref.segment_id):

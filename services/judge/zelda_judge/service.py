@@ -1,10 +1,10 @@
 """The judge service: settings -> clients (lifespan) -> handlers -> entry point.
 
-One process judges one kind (state, puzzle or vision). It runs three durable consumers, shared with the
+One process judges one kind (``zelda_judge.kinds``). It runs three durable consumers, shared with the
 other replicas of its kind:
 
 - ``judge-<kind>`` on ``segment.exported``: judge the segment (many in flight), store and publish the
-  verdict, combine the segment if this was its third verdict, close the epoch if this was its last segment;
+  verdict, combine the segment if this was its last verdict, close the epoch if this was its last segment;
 - ``judge-<kind>-epochs`` on ``epoch.exported``: store the epoch manifest and close the epoch if complete;
 - ``judge-<kind>-deadletters`` on the dead letters of ``segment.exported``: record segments this kind gave
   up on as unjudged, so the epoch still closes.
@@ -15,10 +15,8 @@ All coordination is in ``zelda_judge.ledger`` (see its docstring for the exactly
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import math
-import signal
 import time
 from typing import Any
 
@@ -34,8 +32,8 @@ from zelda_judge.settings import JudgeSettings
 from zelda_rlaif.bus import Bus, Delivery, run_consumer
 from zelda_rlaif.errors import ZeldaRlaifError
 from zelda_rlaif.events import DeadLetter, EpochExported, SegmentExported, SegmentJudged, SegmentRef
-from zelda_rlaif.logs import configure_logging, log_context
-from zelda_rlaif.settings import load_settings
+from zelda_rlaif.http_server import serve_until_stopped
+from zelda_rlaif.logs import log_context
 from zelda_rlaif.storage import open_store
 from zelda_rlaif.subjects import judge_consumer, judge_dead_letter_consumer, judge_epoch_consumer
 
@@ -200,8 +198,7 @@ async def serve(settings: JudgeSettings, stop: asyncio.Event) -> None:
                 if settings.http_port:
                     app = build_app(metrics, service.health)
                     server = health_server(app, settings.http_host, settings.http_port)
-                    group.create_task(server.serve())
-                    group.create_task(_stop_server_on(stop, server))
+                    group.create_task(serve_until_stopped(server, stop))
         except ExceptionGroup as failures:
             # Surface the first error we raised on purpose (it carries advice), not the task group around it.
             ours = [e for e in failures.exceptions if isinstance(e, ZeldaRlaifError)]
@@ -212,25 +209,3 @@ async def serve(settings: JudgeSettings, stop: asyncio.Event) -> None:
         await backend.aclose()
         store.close()
         await bus.close()
-
-
-async def _stop_server_on(stop: asyncio.Event, server: Any) -> None:
-    await stop.wait()
-    server.should_exit = True
-
-
-def main(**overrides: Any) -> int:
-    """Entry point of ``zelda-rlaif judge``: SIGTERM/SIGINT stop fetching, let in-flight work settle, exit 0."""
-    settings = load_settings(JudgeSettings, **{k: v for k, v in overrides.items() if v is not None})
-    configure_logging(f"judge-{settings.judge_kind.value}", settings.log)
-
-    async def run() -> None:
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            with contextlib.suppress(NotImplementedError):
-                loop.add_signal_handler(sig, stop.set)
-        await serve(settings, stop)
-
-    asyncio.run(run())
-    return 0

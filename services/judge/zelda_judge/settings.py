@@ -1,8 +1,9 @@
 """``JudgeSettings``: the one settings class of the judge service (environment prefix ``ZELDA_JUDGE_``).
 
 One process judges one kind. A shared ``.env`` can still give each kind its own endpoint and model through
-the per-kind overrides (``ZELDA_JUDGE_STATE_LLM_MODEL`` beats ``ZELDA_JUDGE_LLM_MODEL`` for the state
-judge). Connection blocks (NATS, object store, logging) are the shared ones with their own prefixes.
+``ENDPOINTS``: ``ZELDA_JUDGE_ENDPOINTS__STATE__LLM_MODEL`` beats ``ZELDA_JUDGE_LLM_MODEL`` for the state judge,
+and so on for every field of ``EndpointOverrides`` and every kind. Connection blocks (NATS, object store,
+logging) are the shared ones with their own prefixes.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from datetime import timedelta
 from typing import Annotated, Any, Literal
 from urllib.parse import urlparse
 
-from pydantic import Field, SecretStr, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from zelda_judge.rubric import RubricWeights
@@ -48,37 +49,40 @@ def _base_url(value: str | None) -> str | None:
     return value
 
 
+class EndpointOverrides(BaseModel):
+    """One kind's own LLM endpoint (``ZELDA_JUDGE_ENDPOINTS__<KIND>__<FIELD>``); unset fields keep the defaults."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    llm_url: str | None = Field(None, description="overrides ZELDA_JUDGE_LLM_URL for this kind")
+    llm_model: str | None = Field(None, description="overrides ZELDA_JUDGE_LLM_MODEL for this kind")
+    llm_api_key: SecretStr | None = Field(None, description="overrides ZELDA_JUDGE_LLM_API_KEY for this kind")
+    llm_timeout_s: float | None = Field(None, gt=0, description="overrides ZELDA_JUDGE_LLM_TIMEOUT_S for this kind")
+    max_in_flight: int | None = Field(None, ge=1, le=1024, description="overrides ZELDA_JUDGE_MAX_IN_FLIGHT")
+
+    _check_key = field_validator("llm_api_key")(refuse_placeholder)
+    _check_url = field_validator("llm_url")(_base_url)
+
+
 class JudgeSettings(BaseSettings):
     # An empty variable (compose passes `VAR:` through as "") means "not set", not "set to nothing".
     model_config = SettingsConfigDict(env_prefix="ZELDA_JUDGE_", env_nested_delimiter="__", extra="ignore",
                                       env_ignore_empty=True)
 
-    kind: JudgeKind | None = Field(None, description="state, puzzle or vision (or pass --kind)")
+    kind: JudgeKind | None = Field(None, description="the kind this process judges (or pass --kind)")
     backend: Literal["rules", "openai"] = Field(
         "rules", description="rules: deterministic scores from the state log; openai: an OpenAI-compatible LLM"
     )
 
-    # LLM endpoint (openai backend); the per-kind fields below override these for one kind.
+    # LLM endpoint (openai backend): the defaults of every kind; ENDPOINTS overrides them for one kind.
     llm_url: str | None = Field(None, description="API base of the OpenAI-compatible server, e.g. http://vllm:8000/v1")
     llm_model: str | None = Field(None, description="model name the server serves, e.g. Qwen/Qwen2.5-7B-Instruct")
     llm_api_key: SecretStr | None = Field(None, description="bearer token, when the server requires one")
     llm_timeout_s: float = Field(60.0, gt=0, description="seconds before one chat completion counts as timed out")
     max_in_flight: int = Field(16, ge=1, le=1024, description="LLM requests in flight per replica")
-    state_llm_url: str | None = Field(None, description="state judge only: overrides LLM_URL")
-    state_llm_model: str | None = Field(None, description="state judge only: overrides LLM_MODEL")
-    state_llm_api_key: SecretStr | None = Field(None, description="state judge only: overrides LLM_API_KEY")
-    state_llm_timeout_s: float | None = Field(None, gt=0, description="state judge only: overrides LLM_TIMEOUT_S")
-    state_max_in_flight: int | None = Field(None, ge=1, le=1024, description="state judge only: MAX_IN_FLIGHT")
-    puzzle_llm_url: str | None = Field(None, description="puzzle judge only: overrides LLM_URL")
-    puzzle_llm_model: str | None = Field(None, description="puzzle judge only: overrides LLM_MODEL")
-    puzzle_llm_api_key: SecretStr | None = Field(None, description="puzzle judge only: overrides LLM_API_KEY")
-    puzzle_llm_timeout_s: float | None = Field(None, gt=0, description="puzzle judge only: overrides LLM_TIMEOUT_S")
-    puzzle_max_in_flight: int | None = Field(None, ge=1, le=1024, description="puzzle judge only: MAX_IN_FLIGHT")
-    vision_llm_url: str | None = Field(None, description="vision judge only: overrides LLM_URL")
-    vision_llm_model: str | None = Field(None, description="vision judge only: overrides LLM_MODEL")
-    vision_llm_api_key: SecretStr | None = Field(None, description="vision judge only: overrides LLM_API_KEY")
-    vision_llm_timeout_s: float | None = Field(None, gt=0, description="vision judge only: overrides LLM_TIMEOUT_S")
-    vision_max_in_flight: int | None = Field(None, ge=1, le=1024, description="vision judge only: MAX_IN_FLIGHT")
+    endpoints: dict[JudgeKind, EndpointOverrides] = Field(
+        default_factory=dict, description="per kind: ZELDA_JUDGE_ENDPOINTS__<KIND>__LLM_URL, __LLM_MODEL, ..."
+    )
 
     # Voting
     votes: int = Field(3, ge=1, le=16, description="M: votes per segment (self-consistency); median per dimension")
@@ -95,7 +99,7 @@ class JudgeSettings(BaseSettings):
     token_budget: int = Field(
         3000, ge=MIN_TOKEN_BUDGET, description="prompt tokens allowed (text ~ chars/4, plus a fixed cost per image)"
     )
-    key_frames: int = Field(4, ge=1, le=16, description="frames sent to the vision judge")
+    key_frames: int = Field(4, ge=1, le=16, description="frames sent to kinds that see frames (the vision judge)")
 
     rubric: RubricWeights = Field(default_factory=RubricWeights, description="weights of the combined score")
 
@@ -113,10 +117,19 @@ class JudgeSettings(BaseSettings):
     store: StoreSettings = Field(default_factory=StoreSettings)
     log: LogSettings = Field(default_factory=LogSettings)
 
-    _check_keys = field_validator("llm_api_key", "state_llm_api_key", "puzzle_llm_api_key", "vision_llm_api_key")(
-        refuse_placeholder
-    )
-    _check_urls = field_validator("llm_url", "state_llm_url", "puzzle_llm_url", "vision_llm_url")(_base_url)
+    _check_key = field_validator("llm_api_key")(refuse_placeholder)
+    _check_url = field_validator("llm_url")(_base_url)
+
+    @field_validator("endpoints", mode="before")
+    @classmethod
+    def _known_kinds(cls, value: Any) -> Any:
+        if isinstance(value, dict):
+            kinds = [kind.value for kind in JudgeKind]
+            for name in value:
+                if str(name).lower() not in kinds:
+                    raise ValueError(f"{str(name)!r} is not a judge kind ({', '.join(kinds)}); rename or remove "
+                                     f"ZELDA_JUDGE_ENDPOINTS__{str(name).upper()}__*")
+        return value
 
     @field_validator("redelivery_backoff_s", mode="before")
     @classmethod
@@ -136,20 +149,18 @@ class JudgeSettings(BaseSettings):
     @model_validator(mode="after")
     def _coherent(self) -> JudgeSettings:
         if self.kind is None:
-            raise ValueError("set ZELDA_JUDGE_KIND (state, puzzle or vision) or pass --kind")
+            kinds = ", ".join(kind.value for kind in JudgeKind)
+            raise ValueError(f"set ZELDA_JUDGE_KIND ({kinds}) or pass --kind")
         if self.backend == "openai":
-            prefix = f"ZELDA_JUDGE_{self.kind.value.upper()}_"
-            if self._override("llm_url") is None and self.llm_url is None:
+            endpoint = self.endpoint()
+            prefix = f"ZELDA_JUDGE_ENDPOINTS__{self.kind.value.upper()}__"
+            if not endpoint.url:
                 raise ValueError(f"the openai backend needs ZELDA_JUDGE_LLM_URL (or {prefix}LLM_URL)")
-            if self._override("llm_model") is None and self.llm_model is None:
+            if not endpoint.model:
                 raise ValueError(f"the openai backend needs ZELDA_JUDGE_LLM_MODEL (or {prefix}LLM_MODEL)")
             if self.votes > 1 and self.temperature <= 0:
                 raise ValueError("VOTES > 1 needs ZELDA_JUDGE_TEMPERATURE > 0, or every vote is the same sample")
         return self
-
-    def _override(self, name: str) -> Any:
-        assert self.kind is not None
-        return getattr(self, f"{self.kind.value}_{name}")
 
     @property
     def judge_kind(self) -> JudgeKind:
@@ -157,11 +168,12 @@ class JudgeSettings(BaseSettings):
         return self.kind
 
     def endpoint(self) -> LlmEndpoint:
-        """The LLM endpoint of this process's kind, per-kind overrides first."""
+        """The LLM endpoint of this process's kind: its ENDPOINTS overrides, else the defaults."""
+        own = self.endpoints.get(self.judge_kind, EndpointOverrides())
 
         def pick(name: str) -> Any:
-            own = self._override(name)
-            return own if own is not None else getattr(self, name)
+            value = getattr(own, name)
+            return value if value is not None else getattr(self, name)
 
         return LlmEndpoint(
             url=pick("llm_url") or "",

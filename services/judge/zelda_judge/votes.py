@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, field_validator
 
-from zelda_judge.rubric import DESCRIPTIONS, DIMENSIONS
+from zelda_judge.kinds import KINDS
 from zelda_rlaif.events import JudgeKind
 from zelda_rlaif.llm import UnusableAnswer, json_object
 
@@ -40,20 +40,20 @@ class _VoteBase(BaseModel):
 
 def _vote_model(kind: JudgeKind) -> type[_VoteBase]:
     fields: dict[str, Any] = {
-        name: (float, Field(ge=0.0, le=1.0, allow_inf_nan=False, description=DESCRIPTIONS[name]))
-        for name in DIMENSIONS[kind]
+        d.name: (float, Field(ge=0.0, le=1.0, allow_inf_nan=False, description=d.description))
+        for d in KINDS[kind].dimensions
     }
     return create_model(f"{kind.value.title()}Vote", __base__=_VoteBase, **fields)
 
 
-VOTE_MODELS: dict[JudgeKind, type[_VoteBase]] = {kind: _vote_model(kind) for kind in JudgeKind}
+VOTE_MODELS: dict[JudgeKind, type[_VoteBase]] = {kind: _vote_model(kind) for kind in KINDS}
 
 
 def json_schema(kind: JudgeKind) -> dict[str, Any]:
     """The strict JSON schema of a vote (every property required, nothing else allowed)."""
     properties: dict[str, Any] = {
-        name: {"type": "number", "minimum": 0, "maximum": 1, "description": DESCRIPTIONS[name]}
-        for name in DIMENSIONS[kind]
+        d.name: {"type": "number", "minimum": 0, "maximum": 1, "description": d.description}
+        for d in KINDS[kind].dimensions
     }
     properties["rationale"] = {
         "type": "string",
@@ -97,7 +97,7 @@ def parse_vote(kind: JudgeKind, content: str | None, seed: int | None = None) ->
             for e in exc.errors(include_url=False)
         )
         raise InvalidVote(f"scores out of range or missing: {problems}") from None
-    return Vote({d: float(getattr(vote, d)) for d in DIMENSIONS[kind]}, vote.rationale, seed)
+    return Vote({d: float(getattr(vote, d)) for d in KINDS[kind].dimension_names}, vote.rationale, seed)
 
 
 @dataclass(frozen=True)

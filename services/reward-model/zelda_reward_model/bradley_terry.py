@@ -27,7 +27,7 @@ import torch.nn.functional as F
 
 from zelda_reward_model.preferences import Pairs, PreferenceSplit
 from zelda_rlaif.reward_model.network import RewardNet
-from zelda_rlaif.reward_model.normalization import InputNormalization
+from zelda_rlaif.reward_model.normalization import Normalization
 
 _EVAL_CHUNK = 65_536
 
@@ -66,9 +66,7 @@ class PassStats:
 @dataclass
 class TrainedModel:
     net: RewardNet  # on the CPU, in eval mode, output centred and scaled (see RewardNet.fold_output_affine)
-    normalization: InputNormalization
-    output_mean: float
-    output_std: float
+    normalization: Normalization  # with the output statistics folded into ``net``
     curve: list[PassStats] = field(default_factory=list)
     seconds: float = 0.0
 
@@ -186,7 +184,7 @@ def train_bradley_terry(
     training_states = np.concatenate(
         [observations[o:o + n] for o, n, held in zip(offsets, lengths, split.held_out, strict=True) if not held]
     )
-    normalization = InputNormalization.fit(training_states)
+    normalization = Normalization.fit(training_states)
     trainer = _Trainer(normalization.apply(observations), offsets, lengths, config)
     curve = [trainer.run_pass(index, split) for index in range(config.passes_for(len(split.train)))]
 
@@ -199,4 +197,4 @@ def train_bradley_terry(
         std = 1.0
     net = trainer.net.cpu().eval()
     net.fold_output_affine(mean, std)
-    return TrainedModel(net, normalization, mean, std, curve, time.perf_counter() - started)
+    return TrainedModel(net, normalization.with_output(mean, std), curve, time.perf_counter() - started)

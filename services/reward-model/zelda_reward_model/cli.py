@@ -17,27 +17,17 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import asyncio
-    import signal
-
+    """Train on every ``scores.ready`` until SIGTERM/SIGINT, then exit 0."""
     import torch
 
     from zelda_reward_model.service import serve
     from zelda_reward_model.settings import RewardModelSettings
     from zelda_rlaif.logs import configure_logging
+    from zelda_rlaif.service import run_service
     from zelda_rlaif.settings import load_settings
 
     settings = load_settings(RewardModelSettings)
     configure_logging("reward-model", settings.log)
     # On small nodes torch's default thread pool makes small-MLP training many times slower.
     torch.set_num_threads(1)
-
-    async def main() -> None:
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for signum in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(signum, stop.set)
-        await serve(settings, stop)
-
-    asyncio.run(main())
-    return 0
+    return run_service(serve, settings)

@@ -15,7 +15,7 @@ from zelda_reward_model.dataset import ScoredSegments, load_window
 from zelda_reward_model.preferences import PreferenceSplit, build_preferences
 from zelda_reward_model.settings import RewardModelSettings
 from zelda_rlaif.events import RewardModelUpdated, ScoresReady
-from zelda_rlaif.reward_model.metadata import Normalisation, PairCounts, PassRecord, RewardModelMetadata
+from zelda_rlaif.reward_model.metadata import PairCounts, PassRecord, RewardModelMetadata
 from zelda_rlaif.reward_model.model_file import RewardModelFile
 from zelda_rlaif.reward_model.potential import Potential
 from zelda_rlaif.reward_model.registry import latest_accepted_epoch, read_metadata
@@ -87,8 +87,7 @@ def update_reward_model(store: ObjectStore, settings: RewardModelSettings, ready
             reason = (f"training diverged (non-finite loss); lower ZELDA_REWARD_MODEL_LEARNING_RATE; "
                       f"{_kept_model(previous)}")
         else:
-            model = RewardModelFile.from_net(trained.net, trained.normalization, run_id=run_id, epoch=epoch,
-                                             output_mean=trained.output_mean, output_std=trained.output_std)
+            model = RewardModelFile.from_net(trained.net, trained.normalization, run_id=run_id, epoch=epoch)
             blob = model.to_bytes()
             # Validation and the recorded predictions go through the trainer's own loader, from the saved
             # bytes, so they describe exactly the Phi the trainer will compute.
@@ -142,13 +141,6 @@ def _metadata(
                    validation_loss=s.validation.loss, validation_accuracy=s.validation.accuracy)
         for s in trained.curve
     ]
-    normalisation = None if trained is None else Normalisation(
-        input_mean=trained.normalization.mean.tolist(),
-        input_std=trained.normalization.std.tolist(),
-        input_clip=trained.normalization.clip,
-        output_mean=trained.output_mean,
-        output_std=trained.output_std,
-    )
     return RewardModelMetadata(
         run_id=update.run_id,
         epoch=update.epoch,
@@ -168,7 +160,7 @@ def _metadata(
         settings=settings.training_record(),
         loss_curve=curve,
         validation_accuracy=update.validation_accuracy,
-        normalisation=normalisation,
+        normalization=None if trained is None else trained.normalization,
         segment_rewards=rewards,
         training_seconds=0.0 if trained is None else trained.seconds,
         event=update,

@@ -3,46 +3,17 @@
 from __future__ import annotations
 
 import os
-from typing import Any
 
 from ray.rllib.algorithms.ppo import PPOConfig
 from ray.rllib.core.rl_module.rl_module import RLModuleSpec
 from ray.tune.registry import register_env
 
 from zelda_trainer.callbacks import ZeldaCallbacks
+from zelda_trainer.env_config import training_env_config
 from zelda_trainer.env_runner import ZeldaEnvRunner
 from zelda_trainer.rl_module import ZeldaMLPModule
 from zelda_trainer.settings import TrainerSettings
 from zelda_trainer.vector_env import ENV_NAME, make_training_vector_env
-
-
-def env_config(settings: TrainerSettings, profile: str, epoch: int) -> dict[str, Any]:
-    env = {
-        "rom": str(settings.rom) if settings.rom else None,
-        "state": str(settings.state) if settings.state else None,
-        "profile": settings.profile,
-        "max_steps": settings.episode_steps,
-        "sound_emulated": settings.sound_emulated,
-        "rewards": settings.rewards.model_dump(),
-        # Each env takes 1/num_envs of the global guidance request budget (see zelda_rlaif.game.guidance.config).
-        "guidance": settings.guidance.model_copy(
-            update={"num_envs": max(settings.num_env_runners, 1) * settings.envs_per_runner}).model_dump(),
-    }
-    return {
-        "env": env,
-        "epoch": epoch,
-        # Where to write and publish; credentials are not here (Ray ships and logs configs): env runners read
-        # ZELDA_STORE_S3_* / ZELDA_NATS_* secrets from their own environment.
-        "store": settings.store.model_dump(include={"url", "s3_endpoint", "s3_region"}),
-        "nats_url": settings.nats.url,
-        "export": {
-            "run_id": settings.run_id, "profile": profile, "segment_steps": settings.segment_steps,
-            "frame_every": settings.frame_every, "export_fraction": settings.export_fraction,
-            "seed": settings.seed,
-        },
-        "live": {"run_id": settings.run_id, "fps": settings.live_fps,
-                 "worker_index": 1 if settings.num_env_runners > 0 else 0} if settings.live_frames else None,
-    }
 
 
 def learner_gpus(settings: TrainerSettings) -> float:
@@ -66,12 +37,14 @@ def set_learner_threads(settings: TrainerSettings) -> None:
 
 
 def build_config(settings: TrainerSettings, profile: str, epoch: int) -> PPOConfig:
+    """Raises ``SettingsError`` when the settings make an invalid env config (see ``env_config.py``)."""
+    env_config = training_env_config(settings, profile, epoch)  # validated here, in the driver, at start-up
     register_env(ENV_NAME, make_training_vector_env)
     ppo = settings.ppo
     gpus = learner_gpus(settings)
     config = (
         PPOConfig()
-        .environment(ENV_NAME, env_config=env_config(settings, profile, epoch))
+        .environment(ENV_NAME, env_config=env_config.to_env_context())
         .env_runners(
             num_env_runners=settings.num_env_runners,
             num_envs_per_env_runner=settings.envs_per_runner,

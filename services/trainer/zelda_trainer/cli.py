@@ -3,8 +3,18 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
+import contextlib
 import os
+from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from zelda_trainer.settings import TrainerSettings
+
+# A stopped trainer exits as a Ctrl-C'd program does (128 + SIGINT), whichever signal stopped it.
+INTERRUPTED = 130
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -25,19 +35,36 @@ def run(args: argparse.Namespace) -> int:
     # Before Ray or torch are imported: local Ray without token auth, one thread per worker on small hosts.
     os.environ.setdefault("RAY_AUTH_MODE", "disabled")
     os.environ.setdefault("OMP_NUM_THREADS", "1")
-    import asyncio
-
     from zelda_rlaif.logs import configure_logging
+    from zelda_rlaif.service import flag_overrides, run_service
     from zelda_rlaif.settings import load_settings
     from zelda_trainer.settings import TrainerSettings
+
+    settings = load_settings(TrainerSettings, **flag_overrides(
+        args, "run_id", "rom", "state", "epochs", "steps_per_epoch", "num_env_runners", "envs_per_runner",
+        "ray_address", "shaping_mode"))
+    configure_logging("trainer", settings.log)
+    return run_service(partial(train, resume=args.resume, show_progress=not args.no_progress), settings)
+
+
+async def train(settings: TrainerSettings, stop: asyncio.Event, *, resume: bool, show_progress: bool) -> int:
+    """Run every epoch and print a summary, or, once ``stop`` is set, unwind and exit ``INTERRUPTED``.
+
+    Training has no stop point of its own, so a stop cancels it: Ray stops and NATS closes as they always did
+    on Ctrl-C, and ``--resume`` continues from the last checkpoint.
+    """
     from zelda_trainer.training import Trainer
 
-    overrides = {name: getattr(args, name) for name in (
-        "run_id", "rom", "state", "epochs", "steps_per_epoch", "num_env_runners", "envs_per_runner",
-        "ray_address", "shaping_mode") if getattr(args, name, None) is not None}
-    settings = load_settings(TrainerSettings, **overrides)
-    configure_logging("trainer", settings.log)
-    summary = asyncio.run(Trainer(settings, resume=args.resume, show_progress=not args.no_progress).run())
+    training = asyncio.create_task(Trainer(settings, resume=resume, show_progress=show_progress).run())
+    stopping = asyncio.create_task(stop.wait())
+    await asyncio.wait({training, stopping}, return_when=asyncio.FIRST_COMPLETED)
+    stopping.cancel()
+    if not training.done():
+        training.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await training
+        return INTERRUPTED
+    summary = training.result()
     for report in summary.epochs:
         print(f"epoch {report.epoch}: {report.env_steps} env steps, {report.segments} segments, "
               f"mean return {report.mean_return}, rooms/episode {report.mean_rooms}")

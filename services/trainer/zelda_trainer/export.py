@@ -1,8 +1,9 @@
 """Segment export inside the env runners: the state log, frames and manifest of 300-step segments.
 
 Each env runner process writes its own segments straight to the object store, so no frame ever travels
-through the Ray driver. The manifest is written last: a segment whose manifest exists is complete, and the
-driver announces only those (``segment.exported`` after the objects are stored).
+through the Ray driver. The manifest is the segment's ``SegmentExported`` event, written last: a segment whose
+manifest exists is complete. The exporter hands the events of its stored segments to the driver, which
+publishes them as they are.
 """
 
 from __future__ import annotations
@@ -14,8 +15,10 @@ from dataclasses import dataclass, field
 import numpy as np
 from PIL import Image
 
-from zelda_rlaif.segments import GameState, SegmentManifest, StepRecord
+from zelda_rlaif.events import SegmentExported
+from zelda_rlaif.segments import GameState, StepRecord
 from zelda_rlaif.storage import ObjectStore, keys
+from zelda_trainer.env_config import ExportPlan
 
 
 def encode_png(screen: np.ndarray) -> bytes:
@@ -23,16 +26,6 @@ def encode_png(screen: np.ndarray) -> bytes:
     # Level 1: a Game Boy screen compresses well anyway, and this runs inside the env runner's step.
     Image.fromarray(screen).save(buffer, format="PNG", compress_level=1)
     return buffer.getvalue()
-
-
-@dataclass(frozen=True)
-class ExportPlan:
-    run_id: str
-    profile: str
-    segment_steps: int
-    frame_every: int
-    export_fraction: float
-    seed: int
 
 
 @dataclass
@@ -59,11 +52,11 @@ class SegmentExporter:
         self._episode_counter = 0
         self._episode_id: str | None = None
         self._segment: _Segment | None = None
-        self._stored_manifests: list[str] = []  # manifest keys stored since the driver last took them
+        self._stored_segments: list[SegmentExported] = []  # stored since the driver last took them
 
-    def take_stored_manifests(self) -> list[str]:
-        """The manifest keys of the segments stored since the last call (the driver announces them)."""
-        stored, self._stored_manifests = self._stored_manifests, []
+    def take_stored_segments(self) -> list[SegmentExported]:
+        """The manifests of the segments stored since the last call: the events the driver publishes."""
+        stored, self._stored_segments = self._stored_segments, []
         return stored
 
     def set_epoch(self, epoch: int) -> None:
@@ -121,7 +114,7 @@ class SegmentExporter:
             self.store.put_bytes(keys.segment_frame(run, epoch, segment_id, step), png, "image/png")
         self.store.put_bytes(keys.segment_states(run, epoch, segment_id),
                              ("\n".join(segment.records) + "\n").encode(), "application/x-ndjson")
-        manifest = SegmentManifest(
+        manifest = SegmentExported(
             run_id=run, epoch=epoch, episode_id=self._episode_id, segment_id=segment_id,
             profile=self.plan.profile, step_start=segment.step_start, step_end=step_end,
             num_steps=len(segment.records), frame_every=self.plan.frame_every,
@@ -129,7 +122,7 @@ class SegmentExporter:
             reward_components=segment.components, rooms_visited=sorted(segment.rooms),
             reward_model_epoch=self.reward_model_epoch,
         )
-        manifest_key = keys.segment_manifest(run, epoch, segment_id)
-        self.store.put_json(manifest_key, manifest)  # last: a manifest means the whole segment is stored
-        self._stored_manifests.append(manifest_key)
+        # Last: a manifest means the whole segment is stored.
+        self.store.put_json(keys.segment_manifest(run, epoch, segment_id), manifest)
+        self._stored_segments.append(manifest)
         return segment_id

@@ -50,7 +50,8 @@ class TrainerSettings(BaseSettings):
     rom: Path | None = Field(None, description="ROM to play; unset plays the bundled test world")
     state: Path | None = Field(None, description="save state to start episodes from (required for Oracle)")
     profile: str | None = Field(None, description="game profile; detected from the ROM header when unset")
-    epochs: int = Field(2, ge=1, description="epochs to run")
+    # The one default epoch count: `zelda-rlaif up`, docker compose and the Helm chart fall back to it.
+    epochs: int = Field(3, ge=1, description="epochs to run")
     steps_per_epoch: int = Field(8192, ge=64, description="env steps per epoch")
     episode_steps: int = Field(600, ge=1, description="steps per episode (truncation)")
     segment_steps: int = Field(300, ge=10, description="steps per exported segment")

@@ -24,7 +24,6 @@ from zelda_rlaif.events import EpochExported, LiveMetrics, SegmentExported
 from zelda_rlaif.game.emulator import BUNDLED_ROM
 from zelda_rlaif.game.rom import read_rom
 from zelda_rlaif.logs import log_context
-from zelda_rlaif.segments import SegmentManifest
 from zelda_rlaif.storage import ObjectStore, keys, open_store
 from zelda_rlaif.subjects import EPOCH_EXPORTED, LIVE_METRICS, SEGMENT_EXPORTED
 from zelda_trainer import checkpoints, metrics
@@ -170,7 +169,7 @@ class Trainer:
             steps = self._env_steps = metrics.lifetime_env_steps(result)
             rate = (steps - before) / max(time.monotonic() - iteration_started, 1e-6)
             self._rooms.update(metrics.rooms_seen(result))
-            await self._announce_segments(bus, await asyncio.to_thread(self._stored_manifests))
+            await self._announce_segments(bus, await asyncio.to_thread(self._stored_segments))
             await self._publish_progress(bus, epoch, result, rate)
             progress.update(epoch, steps - start_steps, rate, metrics.mean_return(result), len(self._rooms))
             if steps - start_steps >= self.settings.steps_per_epoch:
@@ -197,31 +196,33 @@ class Trainer:
         log.info("reward model of epoch %d loaded into every env", newest.epoch)
 
     async def _reconcile_segments(self, bus: Bus, epoch: int) -> int:
-        """At the end of an epoch (the last iteration's keys are already announced): one listing of the epoch's
-        keys announces any segment whose runner was lost before it handed the manifest key over. Returns the
-        number of segments of the epoch. (Per iteration the runners' own lists suffice: listing a prefix that holds
-        every frame of the epoch after every iteration would grow with the epoch and cost S3 requests.)"""
+        """At the end of an epoch (the last iteration's segments are already announced): one listing of the
+        epoch's keys announces any segment whose runner was lost before it handed the segment over, read straight
+        from its manifest. Returns the number of segments of the epoch. (Per iteration the runners' own lists
+        suffice: listing a prefix that holds every frame of the epoch after every iteration would grow with the
+        epoch and cost S3 requests.)"""
         prefix = keys.epoch_segments(self.run_id, epoch)
         manifests = await asyncio.to_thread(
             lambda: [k for k in self.store.list(prefix) if k.endswith("/manifest.json")]
         )
-        await self._announce_segments(bus, manifests)
+        for key in manifests:
+            if key not in self._announced:
+                missed = SegmentExported.model_validate_json(await asyncio.to_thread(self.store.get_bytes, key))
+                await self._announce_segments(bus, [missed])
         return len(manifests)
 
-    def _stored_manifests(self) -> list[str]:
-        """Manifest keys the env runners' exporters stored since they were last asked (one Ray call)."""
-        return [key for keys_of_env in self._foreach_env("take_stored_manifests") for key in keys_of_env]
+    def _stored_segments(self) -> list[SegmentExported]:
+        """The segments the env runners' exporters stored since they were last asked (one Ray call)."""
+        return [segment for segments_of_env in self._foreach_env("take_stored_segments")
+                for segment in segments_of_env]
 
-    async def _announce_segments(self, bus: Bus, manifests: list[str]) -> None:
-        """Publish ``segment.exported`` for each stored segment not yet announced."""
-        for key in manifests:
+    async def _announce_segments(self, bus: Bus, segments: list[SegmentExported]) -> None:
+        """Publish ``segment.exported`` for each stored segment not yet announced: its manifest, as it is."""
+        for segment in segments:
+            key = keys.segment_manifest(segment.run_id, segment.epoch, segment.segment_id)
             if key in self._announced:
                 continue
-            manifest = SegmentManifest.model_validate(await asyncio.to_thread(self.store.get_json, key))
-            await bus.publish(SEGMENT_EXPORTED, SegmentExported(
-                run_id=self.run_id, epoch=manifest.epoch, segment_id=manifest.segment_id,
-                episode_id=manifest.episode_id, profile=manifest.profile, step_start=manifest.step_start,
-                step_end=manifest.step_end, num_frames=len(manifest.frame_steps), total_reward=manifest.total_reward))
+            await bus.publish(SEGMENT_EXPORTED, segment)
             self._announced.add(key)
 
     async def _publish_progress(self, bus: Bus, epoch: int, result: dict[str, Any], rate: float) -> None:

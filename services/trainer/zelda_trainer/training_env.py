@@ -1,7 +1,7 @@
 """The env that Ray's env runners build: ``ZeldaEnv`` plus segment export, live frames and shaping hooks.
 
-It is created inside each env runner process from a plain ``env_config`` dict, so everything it needs
-(object store, NATS) is opened there. Store and NATS credentials come from the process environment
+It is created inside each env runner process from a ``TrainingEnvConfig`` (see ``env_config.py``), so everything
+it needs (object store, NATS) is opened there. Store and NATS credentials come from the process environment
 (``ZELDA_STORE_*``, ``ZELDA_NATS_*``), never from the config that Ray ships around and logs.
 """
 
@@ -13,13 +13,12 @@ from typing import Any, ClassVar
 import gymnasium as gym
 import numpy as np
 
-from zelda_rlaif.game.config import EnvConfig
+from zelda_rlaif.events import SegmentExported
 from zelda_rlaif.game.env import ZeldaEnv
-from zelda_rlaif.game.guidance.publisher import SuggestionPublisher
-from zelda_rlaif.settings import NatsSettings, StoreSettings, load_settings
 from zelda_rlaif.storage import open_store
-from zelda_trainer.export import ExportPlan, SegmentExporter
-from zelda_trainer.live import LiveFramePublisher
+from zelda_trainer.env_config import TrainingEnvConfig
+from zelda_trainer.export import SegmentExporter
+from zelda_trainer.live import LiveStream
 
 
 @dataclass
@@ -36,6 +35,8 @@ class EpisodeTally:
         if self.guidance:
             summary["guidance"] = self.guidance
         return summary
+
+
 class TrainingEnv(gym.Wrapper[Any, int, Any, int]):
     """One emulator of an env runner. ``attach`` must name its worker and slot before the first reset: RLlib
     tells a vector env its worker index only after building it (see ``TrainingVectorEnv.attach``)."""
@@ -43,37 +44,31 @@ class TrainingEnv(gym.Wrapper[Any, int, Any, int]):
     # Per process: at most one env streams to the HUD; it hands the stream back on close.
     live_stream_taken: ClassVar[bool] = False
 
-    def __init__(self, env_config: dict[str, Any]) -> None:
-        env = ZeldaEnv(EnvConfig(**env_config["env"]))
+    def __init__(self, config: TrainingEnvConfig) -> None:
+        env = ZeldaEnv(config.env)
         super().__init__(env)
         self.zelda: ZeldaEnv = env
-        self._config = env_config
+        self.config = config
         self.source_id = ""
         self.exporter: SegmentExporter | None = None
-        self.live: LiveFramePublisher | None = None
-        self.guidance_feed: SuggestionPublisher | None = None
+        self.live: LiveStream | None = None
         self.tally = EpisodeTally()
 
     def attach(self, worker_index: int, vector_index: int) -> None:
         """Name this env (``w<worker>v<slot>``, unique within a run) and open its exporter and live stream."""
-        config, env = self._config, self.zelda
+        export, live = self.config.export, self.config.live
         self.source_id = f"w{worker_index}v{vector_index}"
-        if config.get("export"):
-            plan = ExportPlan(**config["export"])
-            store = open_store(load_settings(StoreSettings, **config.get("store", {})))
-            self.exporter = SegmentExporter(plan, store, self.source_id)
-            self.exporter.set_epoch(int(config.get("epoch", 0)))
-        live = config.get("live")
+        if export is not None:
+            self.exporter = SegmentExporter(export, open_store(export.store.settings()), self.source_id)
+            self.exporter.set_epoch(self.config.epoch)
         # One env of the whole run streams to the HUD: an env of the first remote runner (or of the local one
         # when sampling happens in the driver). It hands the stream back on close, so a rebuilt env takes over.
-        if live and not TrainingEnv.live_stream_taken and worker_index == int(live["worker_index"]):
+        if live is not None and not TrainingEnv.live_stream_taken and worker_index == live.worker_index:
             TrainingEnv.live_stream_taken = True
-            nats = load_settings(NatsSettings, **({"url": config["nats_url"]} if "nats_url" in config else {}))
-            self.live = LiveFramePublisher(nats, live["run_id"], self.source_id, float(live["fps"]))
+            self.live = LiveStream(live.nats_settings(), live.run_id, self.source_id, live.fps)
             # The live env's guidance suggestions go to the HUD beside its frames.
-            if env.guidance is not None:
-                self.guidance_feed = SuggestionPublisher(nats, live["run_id"], self.source_id)
-                env.guidance.add_listener(self.guidance_feed.offer)
+            if self.zelda.guidance is not None:
+                self.zelda.guidance.add_listener(self.live.offer_suggestion)
 
     def reset(self, **kwargs: Any) -> tuple[Any, dict[str, Any]]:
         if not self.source_id:
@@ -89,7 +84,7 @@ class TrainingEnv(gym.Wrapper[Any, int, Any, int]):
     def step(self, action: int) -> tuple[Any, float, bool, bool, dict[str, Any]]:
         step = self.zelda.step_count
         want_export_frame = self.exporter is not None and self.exporter.wants_frame(step)
-        want_live_frame = self.live is not None and self.live.due()
+        want_live_frame = self.live is not None and self.live.frame_due()
         self.zelda.render_next = want_export_frame or want_live_frame
         obs, reward, terminated, truncated, info = self.env.step(action)
         screen = self.zelda.screen() if (want_export_frame or want_live_frame) else None
@@ -97,7 +92,7 @@ class TrainingEnv(gym.Wrapper[Any, int, Any, int]):
             self.exporter.record(step, int(action), info["action_name"], float(reward), info["components"],
                                  info["state"], np.asarray(obs), screen if want_export_frame else None)
         if want_live_frame and self.live is not None and screen is not None:
-            self.live.offer(self.zelda.step_count, screen, info["state"])
+            self.live.offer_frame(self.zelda.step_count, screen, info["state"])
         # RLlib keeps every step's info in its episodes and the vector env merges them every step, so the env
         # keeps the episode's tallies itself and reports only news: rooms entered for the first time, and the
         # episode's totals on its last step (the full state record goes to the exported state log above).
@@ -121,8 +116,6 @@ class TrainingEnv(gym.Wrapper[Any, int, Any, int]):
         if self.live is not None:
             self.live.close()
             TrainingEnv.live_stream_taken = False
-        if self.guidance_feed is not None:
-            self.guidance_feed.close()
         super().close()
 
     # Called by the driver through foreach_env between training iterations.
@@ -131,8 +124,8 @@ class TrainingEnv(gym.Wrapper[Any, int, Any, int]):
         if self.exporter is not None:
             self.exporter.set_epoch(epoch)
 
-    def take_stored_manifests(self) -> list[str]:
-        return self.exporter.take_stored_manifests() if self.exporter is not None else []
+    def take_stored_segments(self) -> list[SegmentExported]:
+        return self.exporter.take_stored_segments() if self.exporter is not None else []
 
     def set_reward_model(self, model_bytes: bytes | None, model_epoch: int | None) -> None:
         from zelda_rlaif.reward_model.potential import Potential

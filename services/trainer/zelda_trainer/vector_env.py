@@ -18,19 +18,20 @@ from gymnasium import spaces
 from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_space
 
+from zelda_trainer.env_config import TrainingEnvConfig
 from zelda_trainer.training_env import TrainingEnv
 
 ENV_NAME = "zelda-rlaif-training"
 
+
 class TrainingVectorEnv(gym.vector.VectorEnv[Any, Any, Any]):
     metadata = {"autoreset_mode": AutoresetMode.NEXT_STEP}
 
-    def __init__(self, env_config: dict[str, Any]) -> None:
-        # RLlib adds ``num_envs`` to the env config in VECTOR_ENTRY_POINT mode.
-        self.num_envs = int(env_config.get("num_envs", 1))
+    def __init__(self, config: TrainingEnvConfig, num_envs: int) -> None:
+        self.num_envs = num_envs
         self.envs: list[TrainingEnv] = []  # filled one by one so that close() frees them if one fails to build
         for _ in range(self.num_envs):
-            self.envs.append(TrainingEnv(env_config))
+            self.envs.append(TrainingEnv(config))
         single = self.envs[0].observation_space
         if not isinstance(single, spaces.Box):
             raise ValueError("training uses the 128-D vector observation: turn pixel_observation off")
@@ -42,7 +43,8 @@ class TrainingVectorEnv(gym.vector.VectorEnv[Any, Any, Any]):
 
     def attach(self, worker_index: int) -> None:
         """Called by ``ZeldaCallbacks.on_environment_created``: in VECTOR_ENTRY_POINT mode RLlib hands the env
-        creator a plain dict, so the worker index (which names segments and picks the live env) comes here."""
+        creator a plain dict, not its ``EnvContext``, so the worker index (which names segments and picks the live
+        env) comes here."""
         for vector_index, env in enumerate(self.envs):
             env.attach(worker_index, vector_index)
 
@@ -95,5 +97,7 @@ class TrainingVectorEnv(gym.vector.VectorEnv[Any, Any, Any]):
             infos["_" + key][index] = True
 
 
-def make_training_vector_env(env_config: dict[str, Any]) -> TrainingVectorEnv:
-    return TrainingVectorEnv(env_config)
+def make_training_vector_env(env_context: dict[str, Any]) -> TrainingVectorEnv:
+    """The env creator registered with Ray: in VECTOR_ENTRY_POINT mode RLlib calls it with the env config dict
+    plus its own ``num_envs`` (how many envs the runner wants)."""
+    return TrainingVectorEnv(TrainingEnvConfig.from_env_context(env_context), num_envs=int(env_context["num_envs"]))

@@ -9,7 +9,7 @@ from typing import Any
 import nats
 from nats.aio.client import Client as NatsClient
 from nats.aio.msg import Msg
-from nats.aio.subscription import Subscription
+from nats.aio.subscription import DEFAULT_SUB_PENDING_BYTES_LIMIT, Subscription
 from nats.js import JetStreamContext, api
 from nats.js.errors import BadRequestError, NotFoundError
 from nats.js.kv import KeyValue
@@ -130,6 +130,7 @@ class Bus:
         await self.nc.publish(subject, event.model_dump_json().encode())
 
     async def subscribe_live(
-        self, subject: str, callback: Callable[[Msg], Awaitable[None]], queue: str = ""
+        self, subject: str, callback: Callable[[Msg], Awaitable[None]], queue: str = "",
+        pending_bytes_limit: int = DEFAULT_SUB_PENDING_BYTES_LIMIT,
     ) -> Subscription:
-        return await self.nc.subscribe(subject, queue=queue, cb=callback)
+        return await self.nc.subscribe(subject, queue=queue, cb=callback, pending_bytes_limit=pending_bytes_limit)

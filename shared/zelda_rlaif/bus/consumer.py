@@ -2,8 +2,9 @@
 
 For every message exactly one of these happens:
 - the handler returns: the message is acknowledged;
-- the payload does not validate, or the handler raises ``PermanentFailure``: the message is published to
-  the dead-letter subject with the reason, then terminated (no point in retrying);
+- the payload does not validate (or its subject is not the consumer's topic), or the handler raises
+  ``PermanentFailure``: the message is published to the dead-letter subject with the reason, then terminated
+  (no point in retrying);
 - the handler raises anything else: it is redelivered after a back-off delay, and on its last delivery
   (``max_deliver``) dead-lettered with the error;
 - the process dies mid-message: JetStream redelivers it after ``ack_wait``; if that was the last delivery,
@@ -24,9 +25,9 @@ from typing import Any, TypeVar
 from nats.aio.msg import Msg
 from nats.errors import TimeoutError as NatsTimeoutError
 from nats.js.errors import NotFoundError
-from pydantic import ValidationError
 
 from zelda_rlaif.bus.client import Bus
+from zelda_rlaif.bus.router import InvalidMessage, Router
 from zelda_rlaif.events import DeadLetter, Event
 from zelda_rlaif.logs import log_context
 from zelda_rlaif.subjects import DEAD_LETTER, ConsumerSpec, dead_letter_subject
@@ -99,13 +100,12 @@ async def _heartbeat(msg: Msg, every_s: float) -> None:
             await msg.in_progress()
 
 
-async def _process(
-    bus: Bus, spec: ConsumerSpec[E], msg: Msg, handler: Handler[E], on_dead_letter: DeadLetterHook | None
-) -> None:
-    meta = msg.metadata
-    delivery = Delivery(msg.subject, meta.num_delivered, spec.max_deliver, meta.sequence.stream)
+def _router(
+    bus: Bus, spec: ConsumerSpec[E], handler: Handler[E], on_dead_letter: DeadLetterHook | None
+) -> Router[[Msg, Delivery], Awaitable[None]]:
+    """Routes ``spec``'s messages to ``handler`` and settles each one: ack, redeliver, or dead-letter."""
 
-    async def give_up(reason: str) -> None:
+    async def give_up(msg: Msg, delivery: Delivery, reason: str) -> None:
         """Dead-letter with the reason, then terminate: JetStream must not deliver it again."""
         letter = await dead_letter(bus, spec, msg.subject, msg.data, reason, delivery.deliveries,
                                    delivery.stream_sequence)
@@ -113,13 +113,10 @@ async def _process(
         if on_dead_letter:
             await on_dead_letter(letter)
 
-    with log_context(consumer=spec.durable, **_context_of(msg.data)):
-        try:
-            event = spec.topic.model.model_validate_json(msg.data)
-        except ValidationError as exc:
-            await give_up(f"invalid {spec.topic.model.__name__} payload: {exc.errors(include_url=False)}")
-            return
+    async def reject(invalid: InvalidMessage, msg: Msg, delivery: Delivery) -> None:
+        await give_up(msg, delivery, invalid.reason)
 
+    async def settle(event: E, msg: Msg, delivery: Delivery) -> None:
         beat = asyncio.create_task(_heartbeat(msg, max(spec.ack_wait.total_seconds() / 3, 0.2)))
         try:
             await handler(event, delivery)
@@ -130,7 +127,7 @@ async def _process(
             raise
         except Exception as exc:
             if isinstance(exc, PermanentFailure) or delivery.is_last:
-                await give_up(f"{type(exc).__name__}: {exc}")
+                await give_up(msg, delivery, f"{type(exc).__name__}: {exc}")
             else:
                 delay = spec.redelivery_delay(delivery.deliveries).total_seconds()
                 log.warning("delivery %d/%d of %s failed (%s: %s); redelivering in %.1fs",
@@ -140,6 +137,16 @@ async def _process(
             await msg.ack()
         finally:
             beat.cancel()
+
+    router: Router[[Msg, Delivery], Awaitable[None]] = Router(reject)
+    return router.route(spec.topic, settle)
+
+
+async def _process(spec: ConsumerSpec[Any], router: Router[[Msg, Delivery], Awaitable[None]], msg: Msg) -> None:
+    meta = msg.metadata
+    delivery = Delivery(msg.subject, meta.num_delivered, spec.max_deliver, meta.sequence.stream)
+    with log_context(consumer=spec.durable, **_context_of(msg.data)):
+        await router.dispatch(msg.subject, msg.data, msg, delivery)
 
 
 async def run_consumer(
@@ -155,13 +162,14 @@ async def run_consumer(
     """Consume ``spec`` until ``stop`` is set, with up to ``concurrency`` messages in flight."""
     await bus.ensure_consumer(spec)
     sub = await bus.js.pull_subscribe_bind(durable=spec.durable, stream=spec.stream)
+    router = _router(bus, spec, handler, on_dead_letter)
     watcher = asyncio.create_task(watch_max_deliveries(bus, spec, stop, on_dead_letter))
     slots = asyncio.Semaphore(concurrency)
     in_flight: set[asyncio.Task[None]] = set()
 
     async def guarded(msg: Msg) -> None:
         try:
-            await _process(bus, spec, msg, handler, on_dead_letter)
+            await _process(spec, router, msg)
         except asyncio.CancelledError:
             raise
         except Exception:  # a failure to ack/publish must not kill the loop; JetStream redelivers

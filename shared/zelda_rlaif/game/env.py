@@ -20,8 +20,7 @@ from zelda_rlaif.game.emulator import BUNDLED_ROM, Emulator
 from zelda_rlaif.game.guidance.runtime import GuidanceRuntime
 from zelda_rlaif.game.observation import ObservationBuilder, push_action, unpack_actions
 from zelda_rlaif.game.profiles import get_profile
-from zelda_rlaif.game.rewards import CoverageTracker, StepContext, default_components
-from zelda_rlaif.game.rewards.components import Potential
+from zelda_rlaif.game.rewards import CoverageTracker, StatePotential, StepContext, default_components
 from zelda_rlaif.segments import OBSERVATION_SIZE
 
 
@@ -154,7 +153,7 @@ class ZeldaEnv(gym.Env[Any, int]):
 
     # Hooks for the trainer
 
-    def set_potential(self, potential: Potential | None) -> None:
+    def set_potential(self, potential: StatePotential | None) -> None:
         """Install (or remove) the reward model used for potential-based shaping."""
         self.shaping.set_potential(potential, getattr(self, "_obs", None))
 

@@ -11,6 +11,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from zelda_rlaif.events import RewardModelUpdated
+from zelda_rlaif.reward_model.normalization import Normalization
 
 
 class PairCounts(BaseModel):
@@ -38,20 +39,12 @@ class PassRecord(BaseModel):
     validation_accuracy: float | None
 
 
-class Normalisation(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    input_mean: list[float]
-    input_std: list[float]
-    input_clip: float
-    output_mean: float = Field(description="mean raw r over the training states, folded into the last layer")
-    output_std: float = Field(description="std of raw r over the training states, folded into the last layer")
-
-
 class RewardModelMetadata(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    schema_version: Literal[1] = 1
+    # Version 2 renamed ``normalisation`` to ``normalization``; registry.read_metadata refuses older files
+    # with advice.
+    schema_version: Literal[2] = 2
     run_id: str
     epoch: int = Field(ge=0)
     accepted: bool
@@ -65,7 +58,7 @@ class RewardModelMetadata(BaseModel):
     settings: dict[str, float | int | str] = Field(default_factory=dict, description="training settings used")
     loss_curve: list[PassRecord] = Field(default_factory=list)
     validation_accuracy: float | None = None
-    normalisation: Normalisation | None = None
+    normalization: Normalization | None = Field(None, description="absent when no model was trained")
     segment_rewards: dict[str, float] = Field(
         default_factory=dict, description="segment id -> mean Phi of its states, computed by the shared Potential"
     )

@@ -1,8 +1,8 @@
-"""``rm.pt``: the reward network's weights together with the normalisation they were trained with.
+"""``rm.pt``: the reward network's weights together with the normalization they were trained with.
 
 A plain ``torch.save`` dictionary of tensors and numbers, loaded with ``weights_only=True`` so opening a
 model file can never run code. The last layer already includes the output centring/scaling
-(``RewardNet.fold_output_affine``); the statistics are kept for the record only.
+(``RewardNet.fold_output_affine``); the output statistics are kept for the record only.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import torch
 
 from zelda_rlaif.errors import ZeldaRlaifError
 from zelda_rlaif.reward_model.network import RewardNet
-from zelda_rlaif.reward_model.normalization import InputNormalization
+from zelda_rlaif.reward_model.normalization import Normalization
 
 FORMAT = "zelda-rlaif-reward-model"
 FORMAT_VERSION = 1
@@ -32,17 +32,14 @@ class RewardModelFile:
     epoch: int
     state_dict: dict[str, torch.Tensor]
     hidden_sizes: tuple[int, ...]
-    normalization: InputNormalization
-    output_mean: float
-    output_std: float
+    normalization: Normalization
 
     @classmethod
-    def from_net(cls, net: RewardNet, normalization: InputNormalization, *, run_id: str, epoch: int,
-                 output_mean: float, output_std: float) -> RewardModelFile:
+    def from_net(cls, net: RewardNet, normalization: Normalization, *, run_id: str, epoch: int) -> RewardModelFile:
         if net.observation_size != normalization.size:
-            raise ValueError(f"network takes {net.observation_size} features, normalisation has {normalization.size}")
+            raise ValueError(f"network takes {net.observation_size} features, normalization has {normalization.size}")
         state = {k: v.detach().to("cpu", torch.float32).clone() for k, v in net.state_dict().items()}
-        return cls(run_id, epoch, state, net.hidden_sizes, normalization, output_mean, output_std)
+        return cls(run_id, epoch, state, net.hidden_sizes, normalization)
 
     def build_net(self) -> RewardNet:
         net = RewardNet(self.normalization.size, self.hidden_sizes)
@@ -65,11 +62,11 @@ class RewardModelFile:
             "observation_size": self.normalization.size,
             "hidden_sizes": list(self.hidden_sizes),
             "state_dict": self.state_dict,
-            "input_mean": torch.from_numpy(self.normalization.mean.copy()),
-            "input_std": torch.from_numpy(self.normalization.std.copy()),
-            "input_clip": float(self.normalization.clip),
-            "output_mean": float(self.output_mean),
-            "output_std": float(self.output_std),
+            "input_mean": torch.from_numpy(self.normalization.input_mean.copy()),
+            "input_std": torch.from_numpy(self.normalization.input_std.copy()),
+            "input_clip": self.normalization.input_clip,
+            "output_mean": self.normalization.output_mean,
+            "output_std": self.normalization.output_std,
         }
         buffer = io.BytesIO()
         torch.save(payload, buffer)
@@ -92,10 +89,12 @@ class RewardModelFile:
                 "use the same zelda-rlaif version for the reward-model service and the trainer"
             )
         try:
-            normalization = InputNormalization(
-                payload["input_mean"].numpy().astype(np.float32),
-                payload["input_std"].numpy().astype(np.float32),
-                float(payload["input_clip"]),
+            normalization = Normalization(
+                input_mean=payload["input_mean"].numpy(),
+                input_std=payload["input_std"].numpy(),
+                input_clip=payload["input_clip"],
+                output_mean=payload["output_mean"],
+                output_std=payload["output_std"],
             )
             model = cls(
                 run_id=str(payload["run_id"]),
@@ -103,8 +102,6 @@ class RewardModelFile:
                 state_dict=dict(payload["state_dict"]),
                 hidden_sizes=tuple(int(h) for h in payload["hidden_sizes"]),
                 normalization=normalization,
-                output_mean=float(payload["output_mean"]),
-                output_std=float(payload["output_std"]),
             )
             model.build_net()  # shapes must match the declared architecture
         except (KeyError, TypeError, ValueError, RuntimeError) as exc:

@@ -13,7 +13,7 @@ HIDDEN_SIZES: tuple[int, ...] = (64, 64)
 
 
 class RewardNet(nn.Module):
-    """An MLP from one normalised observation to one scalar; a segment's reward is the mean over its states."""
+    """An MLP from one normalized observation to one scalar; a segment's reward is the mean over its states."""
 
     def __init__(self, observation_size: int = OBSERVATION_SIZE, hidden_sizes: tuple[int, ...] = HIDDEN_SIZES):
         super().__init__()
@@ -27,7 +27,7 @@ class RewardNet(nn.Module):
         self.hidden_sizes = tuple(hidden_sizes)
 
     def forward(self, states: torch.Tensor) -> torch.Tensor:
-        """``(..., observation_size)`` normalised states -> ``(...)`` rewards."""
+        """``(..., observation_size)`` normalized states -> ``(...)`` rewards."""
         out: torch.Tensor = self.layers(states)
         return out.squeeze(-1)
 

@@ -16,16 +16,16 @@ import numpy as np
 import numpy.typing as npt
 
 from zelda_rlaif.reward_model.model_file import RewardModelFile
-from zelda_rlaif.reward_model.normalization import FloatArray, InputNormalization
+from zelda_rlaif.reward_model.normalization import FloatArray, Normalization
 
 
 class Potential:
-    """Phi(s) = r(normalise(s)), with r centred and scaled on the states the model was trained on."""
+    """Phi(s) = r(normalize(s)), with r centred and scaled on the states the model was trained on."""
 
     def __init__(self, model: RewardModelFile) -> None:
         self.run_id = model.run_id
         self.epoch = model.epoch
-        self.normalization: InputNormalization = model.normalization
+        self.normalization: Normalization = model.normalization
         layers = model.layers()
         # Transposed and contiguous once, so every call is ``h @ w`` on row-major data.
         self._hidden = [(np.ascontiguousarray(w.T), b) for w, b in layers[:-1]]

@@ -1,7 +1,7 @@
 """``zelda-rlaif up``: start every service of the loop on this machine and run E epochs.
 
 Embedded by default: a ``nats-server`` with JetStream on a free port, a ``file://`` object store under the
-run directory, the trainer on a local Ray, three judge kinds (rules backend unless ``--llm-url`` is given),
+run directory, the trainer on a local Ray, one judge per kind (rules backend unless ``--llm-url`` is given),
 the reward-model service and the HUD. External NATS / S3 / LLM endpoints can be given instead.
 """
 
@@ -18,7 +18,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--run-dir", type=Path, default=Path("runs/local"),
                         help="where the store, logs and NATS data live (default: runs/local)")
     parser.add_argument("--run-id", help="run name (default: a new one; --resume reuses the run directory's)")
-    parser.add_argument("--epochs", type=int, default=3, help="epochs of the whole loop (default: 3)")
+    # No default here: the trainer's settings hold it, and importing them (gymnasium) would slow every
+    # subcommand's --help and break the slim judge and HUD images, which build this parser too.
+    parser.add_argument("--epochs", type=int,
+                        help="epochs of the whole loop (default: the trainer's own, TrainerSettings.epochs)")
     # 16 emulators x 1,024 steps: up to 3 segments each per epoch, enough pairs for a first reward model.
     parser.add_argument("--steps-per-epoch", type=int, default=16384, help="env steps per epoch (default: 16384)")
     parser.add_argument("--env-runners", type=int, default=2, help="Ray env runners (default: 2)")
@@ -48,6 +51,7 @@ def free_port() -> int:
 def run(args: argparse.Namespace) -> int:
     from zelda_rlaif.errors import SettingsError
     from zelda_rlaif.up.supervisor import UpOptions, run_up
+    from zelda_trainer.settings import TrainerSettings
 
     if args.llm_url and not args.llm_model:
         raise SettingsError("--llm-url needs --llm-model (the model name the server serves)")
@@ -73,7 +77,8 @@ def run(args: argparse.Namespace) -> int:
         run_dir.mkdir(parents=True, exist_ok=True)
         run_file.write_text(json.dumps({"run_id": run_id}))
     options = UpOptions(
-        run_id=run_id, run_dir=run_dir, epochs=args.epochs, steps_per_epoch=args.steps_per_epoch,
+        run_id=run_id, run_dir=run_dir, steps_per_epoch=args.steps_per_epoch,
+        epochs=args.epochs if args.epochs is not None else TrainerSettings.model_fields["epochs"].default,
         env_runners=args.env_runners, export_fraction=args.export_fraction, rom=args.rom, state=args.state,
         shaping_mode=args.shaping_mode,
         llm_url=args.llm_url, llm_model=args.llm_model, nats_url=args.nats_url, store_url=args.store_url,

@@ -15,13 +15,12 @@ from rich.table import Table
 from zelda_rlaif.bus import Bus
 from zelda_rlaif.embedded_nats import EmbeddedNats
 from zelda_rlaif.errors import ZeldaRlaifError
+from zelda_rlaif.events import JudgeKind
 from zelda_rlaif.settings import NatsSettings, StoreSettings, load_settings
 from zelda_rlaif.storage import open_store
 from zelda_rlaif.up.processes import ServiceProcess
 from zelda_rlaif.up.summary import build_summary, print_summary
 from zelda_rlaif.up.watch import PipelineWatch
-
-JUDGE_KINDS = ("state", "puzzle", "vision")
 
 
 @dataclass(frozen=True)
@@ -67,9 +66,9 @@ def service_processes(options: UpOptions, nats_url: str, store_url: str) -> list
     if options.resume:
         trainer_args.append("--resume")
     processes = [
-        ServiceProcess(f"judge-{kind}", ["judge", "--kind", kind, "--http-port", "0"], judge_env,
+        ServiceProcess(f"judge-{kind}", ["judge", "--kind", kind.value, "--http-port", "0"], judge_env,
                        logs / f"judge-{kind}.log")
-        for kind in JUDGE_KINDS
+        for kind in JudgeKind
     ]
     processes += [
         ServiceProcess("reward-model", ["reward-model"], common, logs / "reward-model.log"),
@@ -83,8 +82,8 @@ def service_processes(options: UpOptions, nats_url: str, store_url: str) -> list
 
 def progress_table(options: UpOptions, watch: PipelineWatch, processes: list[ServiceProcess]) -> Table:
     table = Table(title=f"zelda-rlaif up: run {options.run_id}  HUD http://127.0.0.1:{options.hud_port}/")
-    for column in ("epoch", "env steps", "steps/s", "exported", "judged s/p/v", "scored", "scores ready",
-                   "reward model acc."):
+    for column in ("epoch", "env steps", "steps/s", "exported", *(f"judged {kind}" for kind in JudgeKind), "scored",
+                   "scores ready", "reward model acc."):
         table.add_column(column)
     metrics = watch.metrics
     epochs = sorted(set(watch.exported) | set(watch.epochs_exported) | ({metrics.epoch} if metrics else set()))
@@ -95,7 +94,7 @@ def progress_table(options: UpOptions, watch: PipelineWatch, processes: list[Ser
         table.add_row(
             str(epoch), str(live.env_steps) if live else "", f"{live.env_steps_per_s:.0f}" if live else "",
             str(watch.exported[epoch]),
-            "/".join(str(watch.judged[(epoch, kind)]) for kind in JUDGE_KINDS),
+            *(str(watch.judged[(epoch, kind.value)]) for kind in JudgeKind),
             str(watch.scored[epoch]), "yes" if epoch in watch.scores_ready else "",
             accuracy if model else "",
         )

@@ -10,15 +10,11 @@ from __future__ import annotations
 import logging
 import time
 from collections import Counter
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
-from nats.aio.msg import Msg
 from nats.aio.subscription import Subscription
-from nats.js import api
-from pydantic import ValidationError
 
-from zelda_rlaif.bus import Bus
+from zelda_rlaif.bus import Bus, InvalidMessage, Router
 from zelda_rlaif.events import (
     DeadLetter,
     EpochExported,
@@ -43,18 +39,6 @@ from zelda_rlaif.subjects import (
 log = logging.getLogger(__name__)
 
 
-def _tolerant(handler: Callable[[Msg], Awaitable[None]]) -> Callable[[Msg], Awaitable[None]]:
-    """A message this display cannot read is reported and skipped; it must not stop the supervisor."""
-
-    async def handle(msg: Msg) -> None:
-        try:
-            await handler(msg)
-        except ValidationError as exc:
-            log.warning("ignored an unreadable message on %s: %s", msg.subject, exc.errors(include_url=False))
-
-    return handle
-
-
 @dataclass
 class PipelineWatch:
     run_id: str
@@ -75,67 +59,57 @@ class PipelineWatch:
         self.timeline.append((time.time(), what))
 
     async def start(self, bus: Bus) -> None:
-        handlers = {
-            SEGMENT_EXPORTED.subject: self._on_exported,
-            SEGMENT_JUDGED.subject: self._on_judged,
-            SEGMENT_SCORED.subject: self._on_scored,
-            EPOCH_EXPORTED.subject: self._on_epoch,
-            SCORES_READY.subject: self._on_scores_ready,
-            REWARD_MODEL_UPDATED.subject: self._on_reward_model,
-            LIVE_METRICS.subject: self._on_metrics,
-            DEAD_LETTER.subject: self._on_dead_letter,
-        }
-        for subject, raw_handler in handlers.items():
-            handler = _tolerant(raw_handler)
-            if subject == LIVE_METRICS.subject:
-                self._subs.append(await bus.subscribe_live(subject, handler))
-            else:
-                self._subs.append(await bus.js.subscribe(subject, cb=handler, ordered_consumer=True,
-                                                         deliver_policy=api.DeliverPolicy.NEW))
+        router: Router[[], None] = Router(self._skip)
+        router.route(SEGMENT_EXPORTED, self._on_exported)
+        router.route(SEGMENT_JUDGED, self._on_judged)
+        router.route(SEGMENT_SCORED, self._on_scored)
+        router.route(EPOCH_EXPORTED, self._on_epoch)
+        router.route(SCORES_READY, self._on_scores_ready)
+        router.route(REWARD_MODEL_UPDATED, self._on_reward_model)
+        router.route(LIVE_METRICS, self._on_metrics)
+        router.route(DEAD_LETTER, self._on_dead_letter)
+        self._subs = await router.subscribe(bus)
+
+    def _skip(self, invalid: InvalidMessage) -> None:
+        """A message this display cannot read is reported and skipped; it must not stop the supervisor."""
+        log.warning("ignored an unreadable message on %s: %s", invalid.subject, invalid.reason)
 
     async def stop(self) -> None:
         for sub in self._subs:
             await sub.unsubscribe()
         self._subs.clear()
 
-    async def _on_exported(self, msg: Msg) -> None:
-        event = SegmentExported.model_validate_json(msg.data)
+    def _on_exported(self, event: SegmentExported) -> None:
         if event.run_id == self.run_id:
             self.exported[event.epoch] += 1
 
-    async def _on_judged(self, msg: Msg) -> None:
-        event = SegmentJudged.model_validate_json(msg.data)
+    def _on_judged(self, event: SegmentJudged) -> None:
         if event.run_id == self.run_id:
             self.judged[(event.epoch, event.kind.value)] += 1
 
-    async def _on_scored(self, msg: Msg) -> None:
-        event = SegmentScored.model_validate_json(msg.data)
+    def _on_scored(self, event: SegmentScored) -> None:
         if event.run_id == self.run_id:
             self.scored[event.epoch] += 1
 
-    async def _on_epoch(self, msg: Msg) -> None:
-        event = EpochExported.model_validate_json(msg.data)
+    def _on_epoch(self, event: EpochExported) -> None:
         if event.run_id == self.run_id:
             self.epochs_exported[event.epoch] = event
             self._mark(f"epoch {event.epoch} ended: {event.segments_exported} segments exported")
 
-    async def _on_scores_ready(self, msg: Msg) -> None:
-        event = ScoresReady.model_validate_json(msg.data)
+    def _on_scores_ready(self, event: ScoresReady) -> None:
         if event.run_id == self.run_id:
             self.scores_ready.setdefault(event.epoch, []).append(event)
             self._mark(f"epoch {event.epoch} scores ready: {event.segments_scored} scored, "
                        f"{event.segments_unjudged} unjudged")
 
-    async def _on_reward_model(self, msg: Msg) -> None:
-        event = RewardModelUpdated.model_validate_json(msg.data)
+    def _on_reward_model(self, event: RewardModelUpdated) -> None:
         if event.run_id == self.run_id:
             self.reward_models[event.epoch] = event
             accuracy = "-" if event.validation_accuracy is None else f"{event.validation_accuracy:.2f}"
             self._mark(f"epoch {event.epoch} reward model {'accepted' if event.accepted else 'kept previous'}: "
                        f"{event.pairs} pairs, validation accuracy {accuracy}")
 
-    async def _on_metrics(self, msg: Msg) -> None:
-        event = LiveMetrics.model_validate_json(msg.data)
+    def _on_metrics(self, event: LiveMetrics) -> None:
         if event.run_id != self.run_id:
             return
         self.metrics = event
@@ -144,8 +118,7 @@ class PipelineWatch:
             self.models_loaded[model_epoch] = time.time()
             self._mark(f"reward model of epoch {model_epoch} loaded by the trainer (shaping epoch {event.epoch})")
 
-    async def _on_dead_letter(self, msg: Msg) -> None:
-        letter = DeadLetter.model_validate_json(msg.data)
+    def _on_dead_letter(self, letter: DeadLetter) -> None:
         if letter.run_id == self.run_id:
             self.dead_letters += 1
 

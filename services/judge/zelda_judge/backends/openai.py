@@ -1,8 +1,8 @@
 """``openai``: M votes from any OpenAI-compatible chat-completions server (vLLM, llm-d, Ollama, OpenAI).
 
 Per segment:
-- one prompt within the token budget (``zelda_judge.prompts``); the vision judge attaches key frames as
-  ``image_url`` data URLs;
+- one prompt within the token budget (``zelda_judge.prompts``); a kind that sees frames (``zelda_judge.kinds``)
+  attaches key frames as ``image_url`` data URLs;
 - M votes with ``temperature > 0`` and distinct seeds: M requests (``vote_mode=requests``, works everywhere)
   or one request with ``n=M`` (``vote_mode=n``, vLLM); seeds derive from the segment and kind, so a
   redelivered segment asks exactly the same questions;
@@ -27,9 +27,9 @@ from typing import Any, Literal
 import httpx
 
 from zelda_judge.backends.base import JudgeBackendError, Judgement
+from zelda_judge.kinds import KINDS
 from zelda_judge.metrics import JudgeMetrics
 from zelda_judge.prompts import build_prompt
-from zelda_judge.rubric import DIMENSIONS
 from zelda_judge.segment_io import Segment
 from zelda_judge.settings import JudgeSettings, LlmEndpoint
 from zelda_judge.votes import InvalidVote, Vote, aggregate, parse_vote, response_format
@@ -77,7 +77,7 @@ class OpenAIJudge:
 
     @property
     def key_frames(self) -> int:
-        return self.settings.key_frames if self.kind is JudgeKind.VISION else 0
+        return self.settings.key_frames if KINDS[self.kind].sees_frames else 0
 
     @property
     def requests_per_segment(self) -> int:
@@ -106,7 +106,7 @@ class OpenAIJudge:
                               frames=segment.frames)
         base = segment_seed(segment.manifest.run_id, segment.manifest.segment_id, self.kind)
         votes = await self._collect(prompt.messages, base)
-        result = aggregate(votes, DIMENSIONS[self.kind])
+        result = aggregate(votes, KINDS[self.kind].dimension_names)
         self.metrics.agreement(result.agreement)
         return Judgement(result.scores, result.agreement, len(votes), result.rationale)
 

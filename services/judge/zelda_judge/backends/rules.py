@@ -1,21 +1,7 @@
 """``rules-v1``: deterministic scores from the state log, with no LLM. Every verdict says so (model ``rules-v1``).
 
-All scores are clipped to [0, 1]; ``min(1, x / k)`` reads "full marks at k". With ``S`` the segment summary:
-
-    progress   = 0.35 * min(1, new_rooms / 4)
-               + 0.15 * min(1, rupees_gained / 20)
-               + 0.15 * min(1, keys_gained + sword_levels_gained)
-               + 0.35 * min(1, essences_gained + treasure_bits_set)
-               - 0.25 * deaths - 0.10 * min(1, damage_taken / max_health)
-    dialog     = min(1, text_boxes_opened / 3)
-    efficiency = 1 - stuck_steps / steps - menu_steps / steps - 0.02 * start_presses
-    puzzle     = min(1, (puzzle_bits_set + door_bits_set) / 3)
-    novelty    = 0.6 * min(1, new_rooms / 3) + 0.4 * min(1, tiles_visited / 30)
-
-``new_rooms`` is the game's own count of rooms new to the episode when the state reports it, else the
-distinct rooms of the segment beyond the first; a "stuck step" is a movement action that left the player
-exactly where it was (outside text boxes and menus). The rules judge is useful for development and as a
-baseline; it cannot see frames, so its novelty is a state-log proxy.
+Each kind is scored by the rules scorer of its entry in ``zelda_judge.kinds.KINDS`` (the formulas are in
+``zelda_judge.rule_scores``).
 """
 
 from __future__ import annotations
@@ -23,52 +9,11 @@ from __future__ import annotations
 from typing import Literal
 
 from zelda_judge.backends.base import Judgement
-from zelda_judge.rubric import DIMENSIONS
+from zelda_judge.kinds import KINDS
 from zelda_judge.segment_io import Segment
-from zelda_judge.summary import SegmentSummary
 from zelda_rlaif.events import JudgeKind
 
 MODEL = "rules-v1"
-
-
-def _clip(value: float) -> float:
-    return round(min(1.0, max(0.0, value)), 6)
-
-
-def _full_at(value: float, full: float) -> float:
-    return min(1.0, value / full)
-
-
-def rule_scores(s: SegmentSummary) -> dict[str, float]:
-    """All five dimensions for one summary (each kind keeps its own)."""
-    deaths = s.gained("deaths")
-    max_health = max(1, s.last.max_health, s.first.max_health)
-    progress = (
-        0.35 * _full_at(s.new_rooms, 4)
-        + 0.15 * _full_at(s.gained("rupees"), 20)
-        + 0.15 * _full_at(s.gained("keys") + s.gained("sword_level"), 1)
-        + 0.35 * _full_at(s.gained("essences") + s.bits_set("treasure_flags"), 1)
-        - 0.25 * deaths
-        - 0.10 * _full_at(s.damage_taken, max_health)
-    )
-    return {
-        "progress": _clip(progress),
-        "dialog": _clip(_full_at(len(s.text_boxes), 3)),
-        "efficiency": _clip(1.0 - s.stuck_steps / s.steps - s.menu_steps / s.steps - 0.02 * s.start_presses),
-        "puzzle": _clip(_full_at(s.bits_set("puzzle_flags") + s.bits_set("door_flags"), 3)),
-        "novelty": _clip(0.6 * _full_at(s.new_rooms, 3) + 0.4 * _full_at(s.tiles_visited, 30)),
-    }
-
-
-def _rationale(kind: JudgeKind, s: SegmentSummary) -> str:
-    if kind is JudgeKind.STATE:
-        return (f"{s.new_rooms} new rooms, rupees +{s.gained('rupees')}, keys +{s.gained('keys')}, "
-                f"deaths {s.gained('deaths')}, {len(s.text_boxes)} text boxes, {s.stuck_steps}/{s.steps} stuck "
-                f"steps, {s.start_presses} START presses")
-    if kind is JudgeKind.PUZZLE:
-        return (f"puzzle bits +{s.bits_set('puzzle_flags')}, door bits +{s.bits_set('door_flags')}, "
-                f"keys {s.first.keys}->{s.last.keys}")
-    return f"{s.new_rooms} new rooms, {s.distinct_rooms} rooms and {s.tiles_visited} tiles seen (state-log proxy)"
 
 
 class RulesJudge:
@@ -87,12 +32,13 @@ class RulesJudge:
         return 0
 
     async def judge(self, segment: Segment) -> Judgement:
-        scores = rule_scores(segment.summary)
+        spec = KINDS[self.kind]
+        verdict = spec.rules(segment.summary)
         return Judgement(
-            scores={d: scores[d] for d in DIMENSIONS[self.kind]},
+            scores={d: verdict.scores[d] for d in spec.dimension_names},
             agreement=1.0,
             votes=1,
-            rationale=f"{MODEL}: {_rationale(self.kind, segment.summary)}",
+            rationale=f"{MODEL}: {verdict.rationale}",
         )
 
     async def probe(self) -> None:

@@ -9,7 +9,8 @@ endpoint. Requests are asynchronous and rate-limited; the env never waits on the
 - ``runtime.py``: ``GuidanceRuntime``, the per-env state machine the env drives each step
 - ``planner.py``: the rules planner; ``snapshot.py``: what a request knows and its text summary
 - ``client.py``: the OpenAI-compatible client; ``limits.py``: the token bucket; ``loop.py``: the I/O thread
-- ``publisher.py``: suggestions to the HUD over NATS
+
+Suggestions reach the HUD through ``GuidanceRuntime.add_listener``: the trainer publishes them, not this layer.
 
 Only the config is imported here, so settings classes can use it without loading httpx or PIL.
 """

@@ -1,4 +1,4 @@
-"""One background asyncio loop per process for guidance I/O (LLM requests, HUD publishing).
+"""One background asyncio loop per process for guidance I/O (the LLM requests).
 
 The env thread only schedules coroutines here (``submit`` returns at once); it never waits on them. One loop
 serves every env of an env runner process, so a runner with several envs still runs one extra thread. The

@@ -7,41 +7,15 @@ facts of this step) and never touch the emulator, so they are easy to test with 
 from __future__ import annotations
 
 from collections.abc import Callable, Collection
-from dataclasses import dataclass
 from operator import itemgetter
-from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
 from zelda_rlaif.game.actions import START
 from zelda_rlaif.game.rewards.config import RewardConfig
 from zelda_rlaif.game.rewards.guidance import GuidanceBonus
+from zelda_rlaif.game.rewards.interface import RewardComponent, StatePotential, StepContext, SuggestionFeed
 from zelda_rlaif.game.rewards.rnd import RndCuriosity
-
-if TYPE_CHECKING:
-    from zelda_rlaif.game.guidance.runtime import GuidanceRuntime
-
-
-@dataclass(slots=True)
-class StepContext:
-    prev: dict[str, int]
-    cur: dict[str, int]
-    action: int
-    room_changed: bool
-    room_entries_before: int  # earlier entries into the current room this episode (valid when room_changed)
-    tile_visits_before: int
-    still_steps: int
-    obs_prev: np.ndarray
-    obs: np.ndarray
-
-
-class RewardComponent(Protocol):
-    def reset(self, obs: np.ndarray) -> None: ...
-
-    def reseed(self, seed: int) -> None:
-        """Restart any learned state from ``seed`` (called by a seeded ``env.reset``)."""
-
-    def add(self, ctx: StepContext, out: dict[str, float]) -> None: ...
 
 
 class _Stateless:
@@ -148,12 +122,6 @@ class Curiosity:
         out["rnd"] = self.c.rnd * self.rnd.reward(ctx.obs)
 
 
-class Potential(Protocol):
-    """Phi(s) from a trained reward model (zelda_rlaif.reward_model)."""
-
-    def phi(self, observation: np.ndarray) -> float: ...
-
-
 class Shaping:
     """Potential-based shaping F = gamma * Phi(s') - Phi(s); zero until a reward model is loaded.
 
@@ -163,10 +131,10 @@ class Shaping:
 
     def __init__(self, config: RewardConfig) -> None:
         self.c = config
-        self.potential: Potential | None = None
+        self.potential: StatePotential | None = None
         self._phi_prev = 0.0
 
-    def set_potential(self, potential: Potential | None, current_obs: np.ndarray | None) -> None:
+    def set_potential(self, potential: StatePotential | None, current_obs: np.ndarray | None) -> None:
         self.potential = potential
         self._phi_prev = potential.phi(current_obs) if potential is not None and current_obs is not None else 0.0
 
@@ -185,7 +153,7 @@ class Shaping:
 
 
 def default_components(config: RewardConfig, seed: int, state_fields: Collection[str],
-                       guidance: GuidanceRuntime | None = None) -> tuple[list[RewardComponent], Shaping]:
+                       guidance: SuggestionFeed | None = None) -> tuple[list[RewardComponent], Shaping]:
     """The standard reward stack for records with ``state_fields``; the shaping component is returned separately
     so models can be swapped in. With online guidance enabled (``guidance`` given) the alignment bonus joins the
     stack."""

@@ -8,19 +8,14 @@ action differs.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 
 from zelda_rlaif.game.rewards.config import RewardConfig
-
-if TYPE_CHECKING:
-    from zelda_rlaif.game.guidance.runtime import GuidanceRuntime
-    from zelda_rlaif.game.rewards.components import StepContext
+from zelda_rlaif.game.rewards.interface import StepContext, SuggestionFeed
 
 
 class GuidanceBonus:
-    def __init__(self, config: RewardConfig, runtime: GuidanceRuntime) -> None:
+    def __init__(self, config: RewardConfig, runtime: SuggestionFeed) -> None:
         self.weights = {"text": config.guidance_text, "vision": config.guidance_vision}
         self.runtime = runtime
 

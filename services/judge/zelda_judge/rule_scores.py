@@ -1,0 +1,74 @@
+"""``rules-v1`` formulas: each judge kind's scores computed from the state log alone, with no LLM.
+
+All scores are clipped to [0, 1]; ``min(1, x / k)`` reads "full marks at k". With ``S`` the segment summary:
+
+    state   progress   = 0.35 * min(1, new_rooms / 4)
+                       + 0.15 * min(1, rupees_gained / 20)
+                       + 0.15 * min(1, keys_gained + sword_levels_gained)
+                       + 0.35 * min(1, essences_gained + treasure_bits_set)
+                       - 0.25 * deaths - 0.10 * min(1, damage_taken / max_health)
+            dialog     = min(1, text_boxes_opened / 3)
+            efficiency = 1 - stuck_steps / steps - menu_steps / steps - 0.02 * start_presses
+    puzzle  puzzle     = min(1, (puzzle_bits_set + door_bits_set) / 3)
+    vision  novelty    = 0.6 * min(1, new_rooms / 3) + 0.4 * min(1, tiles_visited / 30)
+
+``new_rooms`` is the game's own count of rooms new to the episode when the state reports it, else the
+distinct rooms of the segment beyond the first; a "stuck step" is a movement action that left the player
+exactly where it was (outside text boxes and menus). The rules judge is useful for development and as a
+baseline; it cannot see frames, so its novelty is a state-log proxy. Each scorer is named by its kind's
+entry in ``zelda_judge.kinds.KINDS``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from zelda_judge.summary import SegmentSummary
+
+
+@dataclass(frozen=True)
+class RuleVerdict:
+    """One kind's scores (exactly its dimensions) and the facts they rest on."""
+
+    scores: dict[str, float]
+    rationale: str
+
+
+def _clip(value: float) -> float:
+    return round(min(1.0, max(0.0, value)), 6)
+
+
+def _full_at(value: float, full: float) -> float:
+    return min(1.0, value / full)
+
+
+def state(s: SegmentSummary) -> RuleVerdict:
+    max_health = max(1, s.last.max_health, s.first.max_health)
+    progress = (
+        0.35 * _full_at(s.new_rooms, 4)
+        + 0.15 * _full_at(s.gained("rupees"), 20)
+        + 0.15 * _full_at(s.gained("keys") + s.gained("sword_level"), 1)
+        + 0.35 * _full_at(s.gained("essences") + s.bits_set("treasure_flags"), 1)
+        - 0.25 * s.gained("deaths")
+        - 0.10 * _full_at(s.damage_taken, max_health)
+    )
+    scores = {
+        "progress": _clip(progress),
+        "dialog": _clip(_full_at(len(s.text_boxes), 3)),
+        "efficiency": _clip(1.0 - s.stuck_steps / s.steps - s.menu_steps / s.steps - 0.02 * s.start_presses),
+    }
+    return RuleVerdict(scores, f"{s.new_rooms} new rooms, rupees +{s.gained('rupees')}, keys +{s.gained('keys')}, "
+                               f"deaths {s.gained('deaths')}, {len(s.text_boxes)} text boxes, {s.stuck_steps}/"
+                               f"{s.steps} stuck steps, {s.start_presses} START presses")
+
+
+def puzzle(s: SegmentSummary) -> RuleVerdict:
+    scores = {"puzzle": _clip(_full_at(s.bits_set("puzzle_flags") + s.bits_set("door_flags"), 3))}
+    return RuleVerdict(scores, f"puzzle bits +{s.bits_set('puzzle_flags')}, door bits +{s.bits_set('door_flags')}, "
+                               f"keys {s.first.keys}->{s.last.keys}")
+
+
+def vision(s: SegmentSummary) -> RuleVerdict:
+    scores = {"novelty": _clip(0.6 * _full_at(s.new_rooms, 3) + 0.4 * _full_at(s.tiles_visited, 30))}
+    return RuleVerdict(scores, f"{s.new_rooms} new rooms, {s.distinct_rooms} rooms and {s.tiles_visited} tiles "
+                               "seen (state-log proxy)")

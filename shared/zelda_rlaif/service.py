@@ -1,0 +1,70 @@
+"""How every ``zelda-rlaif <service>`` process runs: settings from flags, logging, signals, asyncio.
+
+Each service's ``cli.run(args)`` does the same three things::
+
+    settings = load_settings(ServiceSettings, **flag_overrides(args, "port", ...))
+    configure_logging(name, settings.log)
+    return run_service(main, settings)
+
+where ``main(settings, stop)`` is the service's async entry point. SIGTERM (Kubernetes, ``zelda-rlaif up``)
+and SIGINT (Ctrl-C) both set ``stop``; ``main`` then finishes or hands back its in-flight work and returns
+its exit status. A second signal gives up on that: it raises ``KeyboardInterrupt``, as asyncio does on a
+second Ctrl-C, and leaves unfinished work to the next process (the bus redelivers unacknowledged messages,
+the trainer resumes from its last checkpoint).
+
+Only the standard library is imported here: the CLI modules import this inside ``run``, but keep it cheap.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import signal
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+log = logging.getLogger(__name__)
+
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
+S = TypeVar("S")
+# A service's entry point: runs until done or until ``stop`` is set; returns the exit status (None: 0).
+ServiceMain = Callable[[S, asyncio.Event], Awaitable[int | None]]
+
+
+def flag_overrides(args: argparse.Namespace, *names: str) -> dict[str, Any]:
+    """The settings the user gave as flags, by field name; a flag left out (None) leaves the environment's."""
+    return {name: value for name in names if (value := getattr(args, name, None)) is not None}
+
+
+def run_service(main: ServiceMain[S], settings: S,
+                *, loop_factory: Callable[[], asyncio.AbstractEventLoop] | None = None) -> int:
+    """Run ``main(settings, stop)`` in a new event loop with SIGTERM/SIGINT setting ``stop``; its exit status.
+
+    ``loop_factory``: an event loop other than asyncio's own (the HUD runs on uvloop, as uvicorn would).
+    """
+
+    async def until_stopped() -> int:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        signals_received = 0
+
+        def on_signal(signum: signal.Signals) -> None:
+            nonlocal signals_received
+            signals_received += 1
+            if signals_received > 1:
+                raise KeyboardInterrupt  # asked again: give up on the graceful stop (cli.main exits 130)
+            log.info("%s received: stopping (a second signal interrupts the shutdown)", signum.name)
+            stop.set()
+
+        for signum in STOP_SIGNALS:
+            loop.add_signal_handler(signum, on_signal, signum)
+        try:
+            return await main(settings, stop) or 0
+        finally:
+            for signum in STOP_SIGNALS:
+                loop.remove_signal_handler(signum)
+
+    with asyncio.Runner(loop_factory=loop_factory) as runner:
+        return runner.run(until_stopped())
