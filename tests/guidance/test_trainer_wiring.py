@@ -4,15 +4,14 @@ HUD subject (real NATS), and the guidance counters through the real RLlib callba
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 
 import pytest
-from nats.aio.msg import Msg
 from ray.rllib.env.single_agent_episode import SingleAgentEpisode
 from ray.rllib.utils.metrics.metrics_logger import MetricsLogger
 
+from tests.support.streams import catch_live
+from tests.support.waiting import wait_until
 from zelda_rlaif.bus import Bus
-from zelda_rlaif.events import GuidanceSuggestion
 from zelda_rlaif.game.actions import ACTION_NAMES
 from zelda_rlaif.game.config import EnvConfig
 from zelda_rlaif.game.guidance.config import GuidanceConfig
@@ -25,27 +24,6 @@ from zelda_trainer.callbacks import ZeldaCallbacks
 from zelda_trainer.env_config import LivePlan, TrainingEnvConfig, training_env_config
 from zelda_trainer.live import LiveStream
 from zelda_trainer.settings import TrainerSettings
-
-
-async def collect(bus: Bus, run_id: str) -> tuple[list[GuidanceSuggestion], Any]:
-    received: list[GuidanceSuggestion] = []
-
-    async def on_message(msg: Msg) -> None:
-        event = GuidanceSuggestion.model_validate_json(msg.data)
-        if event.run_id == run_id:
-            received.append(event)
-
-    sub = await bus.subscribe_live(LIVE_GUIDANCE.subject, on_message)
-    await bus.nc.flush()  # the server knows the subscription before the (synchronous) env starts publishing
-    return received, sub
-
-
-async def wait_for(condition: Any, timeout_s: float = 10.0) -> None:
-    for _ in range(int(timeout_s / 0.02)):
-        if condition():
-            return
-        await asyncio.sleep(0.02)
-    raise AssertionError("timed out")
 
 
 def test_trainer_settings_enable_guidance_and_env_config_ships_each_env_its_share(
@@ -64,11 +42,12 @@ def test_trainer_settings_enable_guidance_and_env_config_ships_each_env_its_shar
 
 async def test_a_published_suggestion_reaches_the_hud_subject(bus: Bus, nats_settings: NatsSettings,
                                                               run_id: str) -> None:
-    received, sub = await collect(bus, run_id)
+    caught = await catch_live(bus, LIVE_GUIDANCE, run_id)
+    received = caught.events
     stream = LiveStream(nats_settings, run_id, "w1v0", fps=15)
     stream.offer_suggestion(Suggestion(action=3, reason="line up with the left doorway", source="vision",
                                        backend="openai", requested_step=40, episode=1, location=(0, 0x11)), step=42)
-    await wait_for(lambda: received)
+    await wait_until(lambda: received)
     [event] = received
     assert (event.env_id, event.step, event.source, event.backend, event.action) == ("w1v0", 42, "vision",
                                                                                       "openai", "left")
@@ -81,10 +60,10 @@ async def test_a_published_suggestion_reaches_the_hud_subject(bus: Bus, nats_set
     for step in range(20):  # far more than anyone can read: the HUD gets a burst of 2, then 2 a second
         stream.offer_suggestion(Suggestion(action=1, reason="up", source="text", backend="rules",
                                            requested_step=step, episode=1, location=(0, 0x11)), step=step)
-    await wait_for(lambda: len(received) >= 2)
+    await wait_until(lambda: len(received) >= 2)
     await asyncio.sleep(0.2)
     assert len(received) == 2
-    await sub.unsubscribe()
+    await caught.close()
     stream.close()
 
 
@@ -92,7 +71,8 @@ async def test_the_live_training_env_streams_suggestions_and_reports_counts_to_t
     bus: Bus, nats_settings: NatsSettings, run_id: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(training_env.TrainingEnv, "live_stream_taken", False)  # this env is the live one
-    received, sub = await collect(bus, run_id)
+    caught = await catch_live(bus, LIVE_GUIDANCE, run_id)
+    received = caught.events
     config = TrainingEnvConfig(
         env=EnvConfig(start_jitter=0, max_steps=400, rewards=RewardConfig(rnd=0.0),
                       guidance=GuidanceConfig(enabled=True, text_probability=0.05, expiry_steps=10)),
@@ -115,13 +95,13 @@ async def test_the_live_training_env_streams_suggestions_and_reports_counts_to_t
     assert info["episode"]["guidance"] == {k: v for k, v in counts.as_dict().items() if v}  # the episode's tally
     assert counts.answers > 5 and counts.agreements > 0
 
-    await wait_for(lambda: received)
+    await wait_until(lambda: received)
     await asyncio.sleep(0.2)
     assert 1 <= len(received) <= counts.answers  # the HUD shows at most 2 a second (the rules answer far more)
     assert {e.env_id for e in received} == {env.source_id}
     assert {e.backend for e in received} == {"rules"} and {e.source for e in received} == {"text"}
     assert all(e.action in ACTION_NAMES and e.reason for e in received)
-    await sub.unsubscribe()
+    await caught.close()
 
     callbacks.on_episode_end(episode=episode, metrics_logger=logger)
     peek = logger.peek

@@ -7,13 +7,13 @@ import json
 from datetime import timedelta
 
 import pytest
-from nats.aio.msg import Msg
 from nats.js.api import AckPolicy
 
+from tests.support.streams import catch_live
 from tests.support.waiting import wait_until
 from zelda_rlaif.bus import Bus, Delivery, InvalidMessage, PermanentFailure, Router, run_consumer
 from zelda_rlaif.bus.router import subject_matches
-from zelda_rlaif.events import DeadLetter, EpochExported, JudgeKind, LiveMetrics, SegmentJudged
+from zelda_rlaif.events import EpochExported, JudgeKind, LiveMetrics, SegmentJudged
 from zelda_rlaif.settings import NatsSettings
 from zelda_rlaif.subjects import (
     DEAD_LETTER,
@@ -37,18 +37,6 @@ def spec(name: str, *, max_deliver: int = 3, ack_wait_s: float = 30) -> Consumer
     return ConsumerSpec(name, PIPELINE_STREAM, EPOCH_EXPORTED, EPOCH_EXPORTED.subject, max_deliver=max_deliver,
                         ack_wait=timedelta(seconds=ack_wait_s),
                         backoff=(timedelta(milliseconds=50), timedelta(milliseconds=100)))
-
-
-async def collect_dead_letters(bus: Bus, run_id: str) -> tuple[list[DeadLetter], object]:
-    letters: list[DeadLetter] = []
-
-    async def on_msg(msg: Msg) -> None:
-        letter = DeadLetter.model_validate_json(msg.data)
-        if letter.run_id == run_id:
-            letters.append(letter)
-
-    sub = await bus.subscribe_live(DEAD_LETTER.subject, on_msg)
-    return letters, sub
 
 
 async def test_provision_is_idempotent(bus: Bus) -> None:
@@ -111,7 +99,8 @@ async def test_redelivery_after_consumer_dies_without_ack(bus: Bus, nats_setting
 
 
 async def test_failing_handler_is_retried_then_dead_lettered(bus: Bus, run_id: str) -> None:
-    letters, dl_sub = await collect_dead_letters(bus, run_id)
+    dead = await catch_live(bus, DEAD_LETTER, run_id)
+    letters = dead.events
     attempts: list[int] = []
     stop = asyncio.Event()
 
@@ -126,7 +115,7 @@ async def test_failing_handler_is_retried_then_dead_lettered(bus: Bus, run_id: s
     await asyncio.sleep(0.3)  # nothing more may arrive: the message was terminated
     stop.set()
     await task
-    await dl_sub.unsubscribe()  # type: ignore[attr-defined]
+    await dead.close()
 
     assert attempts == [1, 2, 3]
     letter = letters[0]
@@ -136,7 +125,8 @@ async def test_failing_handler_is_retried_then_dead_lettered(bus: Bus, run_id: s
 
 
 async def test_permanent_failure_dead_letters_at_once(bus: Bus, run_id: str) -> None:
-    letters, dl_sub = await collect_dead_letters(bus, run_id)
+    dead = await catch_live(bus, DEAD_LETTER, run_id)
+    letters = dead.events
     attempts: list[int] = []
     stop = asyncio.Event()
 
@@ -150,12 +140,13 @@ async def test_permanent_failure_dead_letters_at_once(bus: Bus, run_id: str) -> 
     await wait_until(lambda: len(letters) == 1)
     stop.set()
     await task
-    await dl_sub.unsubscribe()  # type: ignore[attr-defined]
+    await dead.close()
     assert attempts == [1]
 
 
 async def test_invalid_payload_is_terminated_and_consumer_goes_on(bus: Bus, run_id: str) -> None:
-    letters, dl_sub = await collect_dead_letters(bus, run_id)
+    dead = await catch_live(bus, DEAD_LETTER, run_id)
+    letters = dead.events
     handled: list[int] = []
     stop = asyncio.Event()
 
@@ -170,7 +161,7 @@ async def test_invalid_payload_is_terminated_and_consumer_goes_on(bus: Bus, run_
     await wait_until(lambda: len(letters) == 1 and handled == [6])
     stop.set()
     await task
-    await dl_sub.unsubscribe()  # type: ignore[attr-defined]
+    await dead.close()
     assert "invalid EpochExported payload" in letters[0].reason
     assert "segments_exported" in letters[0].reason
     assert letters[0].deliveries == 1
@@ -180,7 +171,8 @@ async def test_last_delivery_lost_to_a_crash_is_dead_lettered(bus: Bus, nats_set
                                                               run_id: str) -> None:
     """A replica that dies holding the message on its final delivery still leaves a dead letter."""
     consumer = spec(f"lost-{run_id}", max_deliver=1, ack_wait_s=0.5)
-    letters, dl_sub = await collect_dead_letters(bus, run_id)
+    dead = await catch_live(bus, DEAD_LETTER, run_id)
+    letters = dead.events
     stop = asyncio.Event()
 
     async def never_called(event: EpochExported, delivery: Delivery) -> None:
@@ -205,7 +197,7 @@ async def test_last_delivery_lost_to_a_crash_is_dead_lettered(bus: Bus, nats_set
     await wait_until(lambda: len(letters) == 1, timeout_s=15)
     stop.set()
     await watcher
-    await dl_sub.unsubscribe()  # type: ignore[attr-defined]
+    await dead.close()
     assert "without being acknowledged" in letters[0].reason
     assert EpochExported.model_validate_json(letters[0].payload).epoch == 7
 

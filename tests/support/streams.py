@@ -1,9 +1,13 @@
-"""Read back what JetStream stored on a subject: the durable truth, not what a live subscriber caught."""
+"""What tests read off the bus: what JetStream stored on a subject (the durable truth), and what a live
+subscriber catches from now on."""
 
 from __future__ import annotations
 
-from typing import TypeVar
+from dataclasses import dataclass, field
+from typing import Generic, TypeVar
 
+from nats.aio.msg import Msg
+from nats.aio.subscription import Subscription
 from nats.errors import TimeoutError as NatsTimeoutError
 from nats.js import api
 
@@ -36,3 +40,31 @@ async def stored_events(bus: Bus, topic: Topic[E], subject: str | None = None, *
     finally:
         await sub.unsubscribe()
     return found
+
+
+@dataclass
+class Caught(Generic[E]):
+    """The events a live subscription has caught so far, in arrival order."""
+
+    events: list[E] = field(default_factory=list)
+    subscription: Subscription | None = None
+
+    async def close(self) -> None:
+        if self.subscription is not None:
+            await self.subscription.unsubscribe()
+
+
+async def catch_live(bus: Bus, topic: Topic[E], run_id: str | None = None) -> Caught[E]:
+    """Subscribe to ``topic`` on core NATS (which also sees what JetStream stores) and keep its events, only
+    ``run_id``'s when given. The server knows the subscription when this returns, so nothing published next is
+    missed."""
+    caught: Caught[E] = Caught()
+
+    async def on_message(msg: Msg) -> None:
+        event = topic.model.model_validate_json(msg.data)
+        if run_id is None or getattr(event, "run_id", None) == run_id:
+            caught.events.append(event)
+
+    caught.subscription = await bus.subscribe_live(topic.subject, on_message)
+    await bus.nc.flush()
+    return caught

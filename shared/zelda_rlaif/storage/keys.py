@@ -39,8 +39,16 @@ def segment_prefix(run_id: str, epoch: int, segment_id: str) -> str:
     return f"{epoch_segments(run_id, epoch)}{segment_id}/"
 
 
+_MANIFEST = "manifest.json"
+
+
 def segment_manifest(run_id: str, epoch: int, segment_id: str) -> str:
-    return segment_prefix(run_id, epoch, segment_id) + "manifest.json"
+    return segment_prefix(run_id, epoch, segment_id) + _MANIFEST
+
+
+def is_segment_manifest(key: str) -> bool:
+    """Whether a key listed under ``epoch_segments`` is a segment's manifest (and not one of its frames or logs)."""
+    return key.endswith("/" + _MANIFEST)
 
 
 def segment_states(run_id: str, epoch: int, segment_id: str) -> str:
