@@ -59,6 +59,14 @@ def judge_settings(private_nats: EmbeddedNats, s3_store_settings: StoreSettings,
     return make
 
 
+def one_per_kind(make: SettingsFactory, **per_kind: dict[str, Any]) -> tuple[JudgeSettings, ...]:
+    """One replica of every judge kind; ``per_kind`` gives some kinds their own settings (``vision={...}``), the
+    others take the rules backend, so a test keeps working when a kind is added."""
+    unknown = set(per_kind) - {kind.value for kind in JudgeKind}
+    assert not unknown, f"not judge kinds: {unknown}"
+    return tuple(make(kind, **per_kind.get(kind.value, {})) for kind in JudgeKind)
+
+
 @contextlib.asynccontextmanager
 async def running(*replicas: JudgeSettings) -> AsyncIterator[None]:
     """Judge replicas in this event loop, stopped (in-flight work settled) on exit."""

@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import asyncio
 import json
+from typing import Any
 
 import httpx
 import pytest
 
-from tests.judge.conftest import SettingsFactory, running
+from tests.judge.conftest import SettingsFactory, one_per_kind, running
 from tests.support.openai_server import OpenAIServer
 from tests.support.segments import write_epoch, write_segment
 from tests.support.streams import stored_events
 from tests.support.waiting import free_port, wait_until
+from zelda_judge.kinds import ALL_DIMENSIONS
 from zelda_judge.ledger import scores_ready_marker
 from zelda_judge.rubric import RubricWeights, combine
 from zelda_rlaif.bus import Bus, Delivery
@@ -38,12 +40,12 @@ def scores_lines(store: ObjectStore, run_id: str, epoch: int) -> list[SegmentSco
 
 
 @pytest.mark.parametrize("epoch_first", [True, False], ids=["epoch-exported-first", "epoch-exported-last"])
-async def test_three_kinds_score_an_epoch_once(jbus: Bus, store: ObjectStore, llm: OpenAIServer, run_id: str,
+async def test_every_kind_scores_an_epoch_once(jbus: Bus, store: ObjectStore, llm: OpenAIServer, run_id: str,
                                               judge_settings: SettingsFactory, epoch_first: bool) -> None:
     events, announced = write_epoch(store, run_id=run_id, epoch=1, segments=6)
-    replicas = (judge_settings("state", backend="openai"), judge_settings("puzzle"),
-                judge_settings("vision", backend="openai", key_frames=2))
-    async with running(*replicas):
+    llm_kinds: dict[str, dict[str, Any]] = {"state": {"backend": "openai"},
+                                            "vision": {"backend": "openai", "key_frames": 2}}
+    async with running(*one_per_kind(judge_settings, **llm_kinds)):
         if epoch_first:
             await jbus.publish(EPOCH_EXPORTED, announced)
         for event in events:
@@ -60,17 +62,17 @@ async def test_three_kinds_score_an_epoch_once(jbus: Bus, store: ObjectStore, ll
     lines = scores_lines(store, run_id, 1)
     assert sorted(line.segment_id for line in lines) == sorted(e.segment_id for e in events)
     for line in lines:
-        assert set(line.dimensions) == {"progress", "dialog", "puzzle", "novelty", "efficiency"}
+        assert set(line.dimensions) == set(ALL_DIMENSIONS)
         assert line.combined == combine(line.dimensions, RubricWeights())
         assert line == SegmentScored.model_validate_json(
             store.get_bytes(keys.scored_segment(run_id, 1, line.segment_id)))
 
     judged = [e for e in await stored_events(jbus, SEGMENT_JUDGED) if e.run_id == run_id]
-    assert len(judged) == 18
+    assert len(judged) == 6 * len(JudgeKind)
     by_kind = {kind: [v for v in judged if v.kind is kind] for kind in JudgeKind}
-    assert all(v.backend == "rules" and v.model == "rules-v1" and v.votes == 1 for v in by_kind[JudgeKind.PUZZLE])
-    assert all(v.backend == "openai" and v.model == llm.model and v.votes == 3
-               for v in by_kind[JudgeKind.STATE] + by_kind[JudgeKind.VISION])
+    for kind, verdicts in by_kind.items():
+        model, votes = (llm.model, 3) if kind.value in llm_kinds else ("rules-v1", 1)
+        assert len(verdicts) == 6 and all(v.model == model and v.votes == votes for v in verdicts)
     stored = SegmentJudged.model_validate_json(store.get_bytes(keys.verdict(run_id, 1, events[0].segment_id, "state")))
     assert stored in by_kind[JudgeKind.STATE]
     scored = [e for e in await stored_events(jbus, SEGMENT_SCORED) if e.run_id == run_id]
@@ -85,9 +87,7 @@ async def test_persistent_garbage_is_dead_lettered_and_counted_unjudged(
         jbus: Bus, store: ObjectStore, llm: OpenAIServer, run_id: str, judge_settings: SettingsFactory) -> None:
     events, announced = write_epoch(store, run_id=run_id, epoch=0, segments=2)
     llm.fail_always("out_of_range")
-    replicas = (judge_settings("state"), judge_settings("puzzle", backend="openai", votes=1),
-                judge_settings("vision"))
-    async with running(*replicas):
+    async with running(*one_per_kind(judge_settings, puzzle={"backend": "openai", "votes": 1})):
         await jbus.publish(EPOCH_EXPORTED, announced)
         for event in events:
             await jbus.publish(SEGMENT_EXPORTED, event)
@@ -112,9 +112,7 @@ async def test_transient_failure_recovers_on_redelivery(
         jbus: Bus, store: ObjectStore, llm: OpenAIServer, run_id: str, judge_settings: SettingsFactory) -> None:
     events, announced = write_epoch(store, run_id=run_id, epoch=0, segments=1)
     llm.fail_next("http_500", times=2)  # more than one delivery's retries: the bus must redeliver
-    replicas = (judge_settings("state", backend="openai", votes=1), judge_settings("puzzle"),
-                judge_settings("vision"))
-    async with running(*replicas):
+    async with running(*one_per_kind(judge_settings, state={"backend": "openai", "votes": 1})):
         await jbus.publish(SEGMENT_EXPORTED, events[0])
         await jbus.publish(EPOCH_EXPORTED, announced)
         await wait_until(lambda: store.exists(keys.epoch_scores(run_id, 0)), what="scores.jsonl")
@@ -128,7 +126,7 @@ async def test_missing_segment_is_dead_lettered_at_once(
         jbus: Bus, store: ObjectStore, run_id: str, judge_settings: SettingsFactory) -> None:
     events, announced = write_epoch(store, run_id=run_id, epoch=0, segments=2)
     store.delete(keys.segment_states(run_id, 0, events[1].segment_id))
-    async with running(*(judge_settings(kind) for kind in JudgeKind)):
+    async with running(*one_per_kind(judge_settings)):
         await jbus.publish(EPOCH_EXPORTED, announced)
         for event in events:
             await jbus.publish(SEGMENT_EXPORTED, event)
@@ -136,12 +134,12 @@ async def test_missing_segment_is_dead_lettered_at_once(
     (ready,) = await scores_ready(jbus, run_id)
     assert (ready.segments_scored, ready.segments_unjudged) == (1, 1)
     record = store.get_json(keys.unjudged_segment(run_id, 0, events[1].segment_id))
-    # Three kinds gave up at the same instant; the record keeps at least one reason (read-merge-write), and
+    # Every kind gave up at the same instant; the record keeps at least one reason (read-merge-write), and
     # the dead-letter stream keeps every kind's letter.
-    assert record["reasons"] and set(record["reasons"]) <= {"state", "puzzle", "vision"}
+    assert record["reasons"] and set(record["reasons"]) <= {kind.value for kind in JudgeKind}
     assert all(r["deliveries"] == 1 and "states.jsonl" in r["reason"] for r in record["reasons"].values())
     letters = [d for d in await stored_events(jbus, DEAD_LETTER, stream=DEADLETTER_STREAM) if d.run_id == run_id]
-    assert sorted(d.consumer for d in letters) == ["judge-puzzle", "judge-state", "judge-vision"]
+    assert sorted(d.consumer for d in letters) == sorted(f"judge-{kind.value}" for kind in JudgeKind)
 
 
 async def test_redelivered_segment_reuses_its_verdict(
@@ -182,7 +180,7 @@ async def test_dead_letter_recorded_even_if_the_hook_never_ran(
     letter: DeadLetter = await dead_letter(jbus, judge_consumer(JudgeKind.VISION), SEGMENT_EXPORTED.subject,
                                            events[0].model_dump_json().encode(), "LLM down for an hour", 5, 4242)
     assert letter.segment_id == events[0].segment_id
-    async with running(*(judge_settings(kind) for kind in JudgeKind)):
+    async with running(*one_per_kind(judge_settings)):
         await wait_until(lambda: store.exists(keys.epoch_scores(run_id, 3)), what="scores.jsonl")
     (ready,) = await scores_ready(jbus, run_id)
     assert (ready.segments_scored, ready.segments_unjudged) == (0, 1)

@@ -76,7 +76,8 @@ def test_a_kind_of_its_own_needs_no_default_endpoint(monkeypatch: pytest.MonkeyP
 
 def test_an_override_for_an_unknown_kind_is_refused_by_name(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ZELDA_JUDGE_ENDPOINTS__SOUND__LLM_MODEL", "m")
-    with pytest.raises(SettingsError, match=r"'sound' is not a judge kind \(state, puzzle, vision\); rename or "
+    kinds = ", ".join(kind.value for kind in JudgeKind)
+    with pytest.raises(SettingsError, match=rf"'sound' is not a judge kind \({kinds}\); rename or "
                                             "remove ZELDA_JUDGE_ENDPOINTS__SOUND__"):
         load_settings(JudgeSettings, kind="state")
 
