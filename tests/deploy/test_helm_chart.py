@@ -61,14 +61,14 @@ SCENARIOS: dict[str, dict[str, Any]] = {
 KINDS = [kind.value for kind in JudgeKind]
 # A judge kind the chart has never heard of: adding it must take one values entry (and an LLM model entry when
 # inference services are on), nothing in the templates.
-NEW_KIND = "map"
+NEW_KIND = "example"  # a kind no values file declares
 NEW_KIND_VALUES: dict[str, Any] = {
     "enabled": True, "replicas": 1, "minReplicas": 0, "maxReplicas": 2, "lagThreshold": 5,
     "activationLagThreshold": 0, "maxInFlight": 4, "model": "Qwen/Qwen2.5-7B-Instruct",
     "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}, "limits": {"memory": "256Mi"}},
 }
 NEW_KIND_MODEL: dict[str, Any] = {
-    "name": "map-judge", "uri": "hf://Qwen/Qwen2.5-7B-Instruct", "replicas": 1, "tensorParallel": 1,
+    "name": "example-judge", "uri": "hf://Qwen/Qwen2.5-7B-Instruct", "replicas": 1, "tensorParallel": 1,
     "resources": {"requests": {"cpu": "4", "memory": "32Gi"}, "limits": {"memory": "48Gi"}},
 }
 HELPER_MAX_LINES = 250
@@ -287,7 +287,7 @@ def test_judges_are_wired_to_their_llm_inference_services(rendered: dict[str, li
     manifests = rendered["values-prod.yaml"]
     gateway = values_file("values-prod.yaml")["llm"]["inferenceServices"]["gatewayUrl"]
     services = {m["metadata"]["name"]: m for m in of_kind(manifests, "LLMInferenceService")}
-    assert len(services) == 3
+    assert len(services) == len(KINDS)
     for kind in KINDS:
         service = services[release_name(f"llm-{kind}")]
         (judge,) = named(manifests, "Deployment", release_name(f"judge-{kind}"))["spec"]["template"]["spec"][

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from zelda_judge.kinds import KINDS
+from zelda_judge.kinds import ALL_DIMENSIONS, KINDS
 from zelda_judge.rubric import RubricWeights, combine
 from zelda_judge.votes import InvalidVote, Vote, aggregate, json_schema, parse_vote, response_format
 from zelda_rlaif.events import JudgeKind
@@ -67,10 +67,13 @@ def test_unanimous_votes_agree_fully() -> None:
 
 
 def test_combined_score_uses_the_rubric() -> None:
-    scores = {"progress": 1.0, "dialog": 0.5, "puzzle": 0.0, "novelty": 1.0, "efficiency": 0.0}
-    assert combine(scores, RubricWeights()) == pytest.approx(0.4 + 0.1 + 0.1)
+    scores = {name: 0.0 for name in ALL_DIMENSIONS} | {"progress": 1.0, "dialog": 0.5, "novelty": 1.0}
+    weights = RubricWeights().as_dict()
+    expected = weights["progress"] + 0.5 * weights["dialog"] + weights["novelty"]
+    assert combine(scores, RubricWeights()) == pytest.approx(expected / sum(weights.values()))
     heavier = RubricWeights({"progress": 0.8})  # weights are normalised: the result stays in [0, 1]
-    assert combine(scores, heavier) == pytest.approx((0.8 + 0.1 + 0.1) / 1.4)
+    total = sum(weights.values()) - weights["progress"] + 0.8
+    assert combine(scores, heavier) == pytest.approx((expected - weights["progress"] + 0.8) / total)
 
 
 def test_combined_score_refuses_a_missing_dimension() -> None:
@@ -80,7 +83,7 @@ def test_combined_score_refuses_a_missing_dimension() -> None:
 
 def test_all_zero_weights_are_refused() -> None:
     with pytest.raises(ValueError, match="at least one"):
-        RubricWeights({"progress": 0, "dialog": 0, "puzzle": 0, "novelty": 0, "efficiency": 0})
+        RubricWeights(dict.fromkeys(ALL_DIMENSIONS, 0.0))
 
 
 def test_unknown_or_negative_weights_are_refused() -> None:
