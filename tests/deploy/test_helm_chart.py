@@ -335,7 +335,7 @@ def test_a_new_judge_kind_on_inference_services_needs_its_model_entry() -> None:
     manifests = render(deep_merge(values, {"llm": {"inferenceServices": {"models": {NEW_KIND: NEW_KIND_MODEL}}}}))
     services = {m["metadata"]["name"] for m in of_kind(manifests, "LLMInferenceService")}
     # A disabled kind asks no model, so nothing is served for it.
-    assert services == {release_name(f"llm-{kind}") for kind in ("state", "puzzle", NEW_KIND)}
+    assert services == {release_name(f"llm-{kind}") for kind in [*KINDS, NEW_KIND] if kind != "vision"}
     (judge,) = named(manifests, "Deployment", release_name(f"judge-{NEW_KIND}"))["spec"]["template"]["spec"][
         "containers"]
     env = env_map(judge)
