@@ -3,7 +3,7 @@
 In order of priority:
 1. a menu is open: START closes it (the game is paused while it shows);
 2. a text box shows: A moves it on / closes it;
-3. a known NPC is within reach: face it, then A to talk;
+3. a landmark of the game profile (an NPC) is within reach: face it, then A to talk;
 4. an enemy is right in front and the player has a sword: B;
 5. otherwise head for a doorway: the nearest one leading to a neighbour room not visited this episode, else
    the one to the least-visited neighbour. First line up with the doorway (doorways sit in the middle of
@@ -26,33 +26,14 @@ _STEP = ((0, -1), (1, 0), (0, 1), (-1, 0))  # unit vector of each facing directi
 
 
 @dataclass(frozen=True)
-class Landmark:
-    """Something worth walking to that the RAM map does not expose, e.g. where an NPC stands."""
-
-    group: int
-    room: int
-    x: int
-    y: int
-    name: str
-
-
-# Per game profile. The test world's old man stands at cell (4, 2) of the house (its README); Oracle's NPCs
-# move between scenes and are not mapped, so its guidance relies on the other rules (or on an LLM).
-LANDMARKS: dict[str, tuple[Landmark, ...]] = {
-    "testworld": (Landmark(group=1, room=0, x=72, y=40, name="the old man"),),
-}
-
-
-@dataclass(frozen=True)
 class Plan:
     action: Action
     reason: str
 
 
 class RulesPlanner:
-    def __init__(self, landmarks: dict[str, tuple[Landmark, ...]] | None = None, *, stuck_after: int = 6,
-                 align_px: int = 12, reach_px: int = 24, sword_reach_px: int = 14) -> None:
-        self.landmarks = LANDMARKS if landmarks is None else landmarks
+    def __init__(self, *, stuck_after: int = 6, align_px: int = 12, reach_px: int = 24,
+                 sword_reach_px: int = 14) -> None:
         self.stuck_after = stuck_after
         self.align_px = align_px
         self.reach_px = reach_px
@@ -76,7 +57,7 @@ class RulesPlanner:
     def _talk(self, s: Snapshot) -> Plan | None:
         get = s.state.get
         x, y = get("x", 0), get("y", 0)
-        for mark in self.landmarks.get(s.profile, ()):
+        for mark in s.landmarks:
             if (mark.group, mark.room) != (get("group", 0), get("room", 0)):
                 continue
             dx, dy = mark.x - x, mark.y - y

@@ -13,7 +13,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from zelda_rlaif.game.actions import ACTION_NAMES
-from zelda_rlaif.game.profiles.base import GameProfile
+from zelda_rlaif.game.profiles.base import GameProfile, Landmark
 from zelda_rlaif.game.rewards.coverage import CoverageTracker
 
 DIRECTIONS = ("up", "right", "down", "left")  # the profile's facing order (0 up, 1 right, 2 down, 3 left)
@@ -58,6 +58,7 @@ class Neighbour:
 class Snapshot:
     step: int
     profile: str
+    landmarks: tuple[Landmark, ...]  # the profile's, for the planner
     state: dict[str, int]
     rooms_visited: int
     room_visits: int
@@ -85,6 +86,7 @@ def take_snapshot(view: PlayView, state: dict[str, int], still_steps: int) -> Sn
     return Snapshot(
         step=view.step_count,
         profile=view.profile.name,
+        landmarks=view.profile.landmarks,
         state=dict(state),
         rooms_visited=coverage.rooms_visited(),
         room_visits=coverage.room_visits(group, room),

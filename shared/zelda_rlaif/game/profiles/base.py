@@ -76,6 +76,18 @@ class WorldGeometry:
 
 
 @dataclass(frozen=True)
+class Landmark:
+    """Something worth walking to that the RAM map does not expose, e.g. where an NPC stands (used by the
+    guidance rules planner)."""
+
+    group: int
+    room: int
+    x: int
+    y: int
+    name: str
+
+
+@dataclass(frozen=True)
 class GameProfile:
     name: str
     rom: RomIdentity
@@ -90,4 +102,5 @@ class GameProfile:
     cgb: bool = False  # run PyBoy in CGB mode
     needs_user_state: bool = True  # True: a save state must be supplied (no boot-to-gameplay route)
     boot_frames_limit: int = 600  # frames to wait for gameplay after power-on when no state is supplied
+    landmarks: tuple[Landmark, ...] = ()
     notes: str = ""

@@ -53,4 +53,5 @@ ORACLE_OF_SEASONS = GameProfile(
     cgb=True,
     needs_user_state=True,
     notes="Some scenes were reported to deadlock with sound emulation off (a warp at the Maku Tree).",
+    # No landmarks: NPCs move between scenes and are not mapped, so guidance relies on the other rules or an LLM.
 )

@@ -9,6 +9,7 @@ from zelda_rlaif.game.profiles.base import (
     Encoding,
     EnemySlot,
     GameProfile,
+    Landmark,
     RamField,
     RomIdentity,
     WorldGeometry,
@@ -43,5 +44,7 @@ TESTWORLD = GameProfile(
     room_flags={0: 0xC040, 1: 0xC080},
     max_health_limit=40,
     needs_user_state=False,
+    # The old man stands at cell (4, 2) of the house (the ROM's README).
+    landmarks=(Landmark(group=1, room=0, x=72, y=40, name="the old man"),),
     notes="Boots straight into gameplay; the environment makes its start state after boot.",
 )
