@@ -21,3 +21,9 @@ def test_an_epoch_too_short_for_one_segment_per_emulator_is_refused() -> None:
 def test_the_defaults_leave_room_for_segments() -> None:
     settings = TrainerSettings()
     assert settings.steps_per_env_per_epoch >= settings.segment_steps
+
+
+def test_an_unknown_game_profile_is_refused_with_the_known_ones() -> None:
+    with pytest.raises(ValidationError, match="unknown game profile; known profiles: testworld, oracle-of-seasons"):
+        TrainerSettings(profile="zelda")
+    assert TrainerSettings(profile="testworld").profile == "testworld"

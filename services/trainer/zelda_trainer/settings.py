@@ -13,10 +13,11 @@ import uuid
 from enum import StrEnum
 from pathlib import Path
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from zelda_rlaif.game.guidance.config import GuidanceConfig
+from zelda_rlaif.game.profiles import PROFILES
 from zelda_rlaif.game.rewards.config import RewardConfig
 from zelda_rlaif.settings import LogSettings, NatsSettings, StoreSettings
 
@@ -85,6 +86,14 @@ class TrainerSettings(BaseSettings):
     nats: NatsSettings = Field(default_factory=NatsSettings)
     store: StoreSettings = Field(default_factory=StoreSettings)
     log: LogSettings = Field(default_factory=LogSettings)
+
+    @field_validator("profile")
+    @classmethod
+    def _known_profile(cls, value: str | None) -> str | None:
+        if value is not None and value not in PROFILES:
+            raise ValueError(f"unknown game profile; known profiles: {', '.join(PROFILES)} (unset: detected from "
+                             "the ROM)")
+        return value
 
     @property
     def steps_per_env_per_epoch(self) -> int:

@@ -22,6 +22,7 @@ from typing import Any
 from zelda_rlaif.bus import Bus
 from zelda_rlaif.events import EpochExported, LiveMetrics, SegmentExported
 from zelda_rlaif.game.emulator import BUNDLED_ROM
+from zelda_rlaif.game.profiles import get_profile
 from zelda_rlaif.game.rom import read_rom
 from zelda_rlaif.logs import log_context
 from zelda_rlaif.storage import ObjectStore, keys, open_store
@@ -76,7 +77,9 @@ class Trainer:
         self.resume = resume
         self.show_progress = show_progress
         self.run_id = settings.run_id
-        self.profile = read_rom(settings.rom or BUNDLED_ROM, None).profile.name
+        # The ROM is checked here, before Ray starts: against the configured profile, or to detect it.
+        configured = get_profile(settings.profile) if settings.profile else None
+        self.profile = read_rom(settings.rom or BUNDLED_ROM, configured).profile.name
         self.store: ObjectStore = open_store(settings.store)
         self._announced: set[str] = set()
         self._rooms: set[tuple[int, int]] = set()
