@@ -26,11 +26,6 @@ class _Stateless:
         pass
 
 
-# The fields whose changes GameEvents rewards.
-_EVENT_FIELDS = ("deaths", "health", "rupees", "keys", "sword_level", "essences", "puzzle_flags", "door_flags",
-                 "text_active")
-
-
 def _nothing(record: dict[str, int]) -> None:
     return None
 
@@ -46,7 +41,8 @@ class GameEvents(_Stateless):
         self._bitsets = (("essences", config.essence), ("puzzle_flags", config.puzzle),
                          ("door_flags", config.puzzle))
         # On most steps none of the fields rewarded here changes: one C-level read of them all tells.
-        watched = [name for name in _EVENT_FIELDS if name in state_fields]
+        rewarded = ("deaths", "health", "text_active", *(name for name, _ in self._counters + self._bitsets))
+        watched = [name for name in rewarded if name in state_fields]
         self._events_of: Callable[[dict[str, int]], object] = itemgetter(*watched) if watched else _nothing
 
     def add(self, ctx: StepContext, out: dict[str, float]) -> None:
