@@ -14,12 +14,14 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
+from zelda_rlaif.episodes import EpisodeRecord
 from zelda_rlaif.game.actions import ACTION_NAMES, NUM_ACTIONS, START
 from zelda_rlaif.game.config import EnvConfig
 from zelda_rlaif.game.emulator import BUNDLED_ROM, Emulator
 from zelda_rlaif.game.guidance.runtime import GuidanceRuntime
 from zelda_rlaif.game.observation import ObservationBuilder, push_action, unpack_actions
 from zelda_rlaif.game.profiles import get_profile
+from zelda_rlaif.game.profiles.base import Milestone
 from zelda_rlaif.game.rewards import CoverageTracker, StatePotential, StepContext, default_components
 from zelda_rlaif.segments import OBSERVATION_SIZE
 
@@ -73,6 +75,9 @@ class ZeldaEnv(gym.Env[Any, int]):
         self.steps_since_new_room = 0
         self._recent_actions = 0  # packed by push_action
         self.episode_return = 0.0
+        self.shaping_return = 0.0
+        self.milestones_reached: set[str] = set()
+        self._milestones_left: tuple[Milestone, ...] = ()
         self._reset_episode_state()
 
     # Gymnasium API
@@ -91,6 +96,8 @@ class ZeldaEnv(gym.Env[Any, int]):
         self._rendered = False
         self._reset_episode_state()
         self._raw = self._decoder.raw(self._memory)
+        # Milestones the start state already holds (a save state past the sword) are not the episode's doing.
+        self._milestones_left = tuple(m for m in self.profile.milestones if not m.reached(self._raw))
         group, room = self._raw.get("group", 0), self._raw.get("room", 0)
         self.coverage.enter_room(group, room)
         self._obs, _ = self._observe(health_delta=0, new_room=False, pressed_start=False)
@@ -133,6 +140,9 @@ class ZeldaEnv(gym.Env[Any, int]):
             guidance.end_step(action, cur, self.still_steps)
         reward = float(sum(components.values()))
         self.episode_return += reward
+        self.shaping_return += components.get("shaping", 0.0)
+        if self._milestones_left:
+            self._check_milestones(cur)
         info = self._info(components)
         info["action_name"] = ACTION_NAMES[action]
         obs = self._with_pixels(self._obs) if self._pixel_observation else self._obs
@@ -170,7 +180,21 @@ class ZeldaEnv(gym.Env[Any, int]):
     def screen(self) -> np.ndarray:
         return self.emulator.screen()
 
+    def episode_record(self) -> EpisodeRecord:
+        """What the episode so far achieved (call it when the episode ends)."""
+        return EpisodeRecord(
+            steps=self.step_count, env_return=self.episode_return - self.shaping_return,
+            shaping_return=self.shaping_return, rooms_visited=self.coverage.rooms_visited(),
+            tiles_visited=self.coverage.tiles_visited(),
+            milestones=[m.name for m in self.profile.milestones if m.name in self.milestones_reached])
+
     # Internals
+
+    def _check_milestones(self, state: dict[str, int]) -> None:
+        reached = [m for m in self._milestones_left if m.reached(state)]
+        if reached:
+            self.milestones_reached.update(m.name for m in reached)
+            self._milestones_left = tuple(m for m in self._milestones_left if m not in reached)
 
     def _reset_episode_state(self) -> None:
         self.coverage.reset()
@@ -179,6 +203,8 @@ class ZeldaEnv(gym.Env[Any, int]):
         self.steps_since_new_room = 0
         self._recent_actions = 0
         self.episode_return = 0.0
+        self.shaping_return = 0.0
+        self.milestones_reached = set()
 
     def _observe(self, *, health_delta: int, new_room: bool, pressed_start: bool) -> tuple[np.ndarray, int]:
         """The observation after counting the player's tile in the coverage; also returns the tile's earlier

@@ -6,6 +6,7 @@ they are encoded, the shape of its world, and how to tell a save state is plausi
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 
@@ -88,6 +89,19 @@ class Landmark:
 
 
 @dataclass(frozen=True)
+class Milestone:
+    """A step of the game's quest: reached in an episode once ``reached`` holds for a decoded RAM state.
+
+    Milestones are what "the agent got further" means for a game; the trainer, ``eval`` and the trackers report
+    the fraction of episodes that reached each one (``zelda_rlaif.episodes``).
+    """
+
+    name: str  # a metric name part: lower_snake_case
+    description: str
+    reached: Callable[[Mapping[str, int]], bool]
+
+
+@dataclass(frozen=True)
 class GameProfile:
     name: str
     rom: RomIdentity
@@ -103,4 +117,5 @@ class GameProfile:
     needs_user_state: bool = True  # True: a save state must be supplied (no boot-to-gameplay route)
     boot_frames_limit: int = 600  # frames to wait for gameplay after power-on when no state is supplied
     landmarks: tuple[Landmark, ...] = ()
+    milestones: tuple[Milestone, ...] = ()  # in quest order
     notes: str = ""

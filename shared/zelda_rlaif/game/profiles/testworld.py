@@ -10,6 +10,7 @@ from zelda_rlaif.game.profiles.base import (
     EnemySlot,
     GameProfile,
     Landmark,
+    Milestone,
     RamField,
     RomIdentity,
     WorldGeometry,
@@ -46,5 +47,16 @@ TESTWORLD = GameProfile(
     needs_user_state=False,
     # The old man stands at cell (4, 2) of the house (the ROM's README).
     landmarks=(Landmark(group=1, room=0, x=72, y=40, name="the old man"),),
+    # The quest the test world is built around (its README): a text box in the house is the old man talking.
+    milestones=(
+        Milestone("talk_old_man", "talked to the old man in the house",
+                  lambda s: bool(s["text_active"]) and (s["group"], s["room"]) == (1, 0)),
+        Milestone("take_key", "took the key", lambda s: bool(s["treasure_flags"] & 0x01)),
+        Milestone("open_gate", "opened the locked gate", lambda s: bool(s["door_flags"] & 0x01)),
+        Milestone("take_sword", "took the sword", lambda s: bool(s["treasure_flags"] & 0x02)),
+        Milestone("solve_switch", "pressed the floor switch that opens the bars",
+                  lambda s: bool(s["puzzle_flags"] & 0x01)),
+        Milestone("reach_treasure", "reached the treasure room", lambda s: (s["group"], s["room"]) == (1, 2)),
+    ),
     notes="Boots straight into gameplay; the environment makes its start state after boot.",
 )

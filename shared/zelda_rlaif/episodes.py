@@ -1,0 +1,105 @@
+"""What an episode achieved, and the same figures over many episodes: one vocabulary for every report.
+
+``ZeldaEnv.episode_record()`` makes an ``EpisodeRecord`` when an episode ends; the trainer aggregates an epoch's
+records, ``zelda-rlaif eval`` those of its episodes, into ``EpisodeStats``. ``EpisodeStats.flat()`` gives the
+metric names every output uses (``progress.json``, the ``up`` table and summary, the HUD, TensorBoard, MLflow,
+``eval``'s JSON):
+
+| name | meaning |
+|---|---|
+| ``episode/count`` | episodes that finished |
+| ``episode/return_env_mean``, ``_median`` | return of the env reward (every component but shaping) |
+| ``episode/return_shaping_mean``, ``_median`` | return of the reward model's shaping alone |
+| ``episode/length_mean`` | env steps per episode |
+| ``episode/rooms_mean``, ``episode/tiles_mean`` | distinct rooms and 16x16 tiles visited per episode |
+| ``milestone/<name>`` | fraction of episodes that reached the profile's milestone ``<name>`` |
+| ``milestone/score`` | mean fraction of the profile's milestones reached per episode |
+
+Every figure exists as soon as one episode has finished; with none, ``count`` is 0, the others are None and
+``describe()`` says so.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class EpisodeRecord(BaseModel):
+    """One finished episode."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    steps: int = Field(ge=0)
+    env_return: float = Field(description="sum of every reward component but shaping")
+    shaping_return: float = Field(description="sum of the potential-based shaping from the reward model")
+    rooms_visited: int = Field(ge=0)
+    tiles_visited: int = Field(ge=0)
+    milestones: list[str] = Field(description="milestones of the profile reached in the episode, in quest order "
+                                  "(those that already held at its start are not counted)")
+
+
+class EpisodeStats(BaseModel):
+    """Figures over a set of episodes (an epoch's, or an evaluation's)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    count: int = Field(ge=0)
+    return_env_mean: float | None
+    return_env_median: float | None
+    return_shaping_mean: float | None
+    return_shaping_median: float | None
+    length_mean: float | None
+    rooms_mean: float | None
+    tiles_mean: float | None
+    milestones: dict[str, float] = Field(description="milestone -> fraction of episodes that reached it; every "
+                                         "milestone of the profile, in quest order; empty without episodes")
+    milestone_score: float | None = Field(description="mean fraction of the profile's milestones reached")
+
+    @classmethod
+    def of(cls, episodes: Sequence[EpisodeRecord], milestone_names: Sequence[str]) -> EpisodeStats:
+        """``milestone_names``: every milestone of the game profile, in quest order."""
+        if not episodes:
+            return cls(count=0, return_env_mean=None, return_env_median=None, return_shaping_mean=None,
+                       return_shaping_median=None, length_mean=None, rooms_mean=None, tiles_mean=None,
+                       milestones={}, milestone_score=None)
+        env = [e.env_return for e in episodes]
+        shaping = [e.shaping_return for e in episodes]
+        reached = {name: sum(name in e.milestones for e in episodes) / len(episodes) for name in milestone_names}
+        return cls(
+            count=len(episodes),
+            return_env_mean=statistics.fmean(env), return_env_median=statistics.median(env),
+            return_shaping_mean=statistics.fmean(shaping), return_shaping_median=statistics.median(shaping),
+            length_mean=statistics.fmean(e.steps for e in episodes),
+            rooms_mean=statistics.fmean(e.rooms_visited for e in episodes),
+            tiles_mean=statistics.fmean(e.tiles_visited for e in episodes),
+            milestones=reached,
+            milestone_score=statistics.fmean(reached.values()) if reached else None,
+        )
+
+    def flat(self) -> dict[str, float]:
+        """The figures under their metric names (see the module docstring); None figures are left out."""
+        figures: dict[str, float | None] = {
+            "episode/count": float(self.count),
+            "episode/return_env_mean": self.return_env_mean,
+            "episode/return_env_median": self.return_env_median,
+            "episode/return_shaping_mean": self.return_shaping_mean,
+            "episode/return_shaping_median": self.return_shaping_median,
+            "episode/length_mean": self.length_mean,
+            "episode/rooms_mean": self.rooms_mean,
+            "episode/tiles_mean": self.tiles_mean,
+            **{f"milestone/{name}": fraction for name, fraction in self.milestones.items()},
+            "milestone/score": self.milestone_score,
+        }
+        return {name: value for name, value in figures.items() if value is not None}
+
+    def describe(self) -> str:
+        """One line for people: what the episodes achieved, or that none finished."""
+        if self.count == 0:
+            return "no episode finished (episodes are longer than what was played: lower the episode length)"
+        reached = ", ".join(f"{name} {fraction:.0%}" for name, fraction in self.milestones.items()) or "none defined"
+        return (f"{self.count} episodes: env return {self.return_env_mean:.2f} (median {self.return_env_median:.2f}), "
+                f"shaping {self.return_shaping_mean:.2f}, length {self.length_mean:.0f}, rooms {self.rooms_mean:.1f}, "
+                f"tiles {self.tiles_mean:.0f}; milestones: {reached}")
