@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Sequence
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -103,3 +104,25 @@ class EpisodeStats(BaseModel):
         return (f"{self.count} episodes: env return {self.return_env_mean:.2f} (median {self.return_env_median:.2f}), "
                 f"shaping {self.return_shaping_mean:.2f}, length {self.length_mean:.0f}, rooms {self.rooms_mean:.1f}, "
                 f"tiles {self.tiles_mean:.0f}; milestones: {reached}")
+
+
+class EpochReport(BaseModel):
+    """One training epoch as every output reports it. The trainer stores it at ``keys.epoch_report`` when the
+    epoch ends (the HUD, ``up``'s summary and the trackers read it there); ``LiveMetrics`` carries the epoch so
+    far while it runs."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    schema_version: Literal[1] = 1
+    run_id: str
+    epoch: int = Field(ge=0)
+    env_steps: int = Field(ge=0, description="env steps of the run at the epoch's end")
+    epoch_env_steps: int = Field(ge=0, description="env steps played in this epoch")
+    env_steps_per_s: float = Field(ge=0.0, description="this epoch's env steps over its wall time")
+    wall_time_s: float = Field(ge=0.0)
+    reward_model_epoch: int | None = Field(description="epoch of the reward model the envs shaped with at the end")
+    episodes: EpisodeStats = Field(description="the episodes that finished in this epoch")
+
+    def flat(self) -> dict[str, float]:
+        """Metric names and values (``throughput/env_steps_per_s`` beside ``EpisodeStats.flat``)."""
+        return {"throughput/env_steps_per_s": self.env_steps_per_s, **self.episodes.flat()}

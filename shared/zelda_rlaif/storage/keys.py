@@ -13,6 +13,7 @@ Layout (one bucket or directory; prefixes keep the original design's separation 
     models/{run}/checkpoints/epoch_{N}/...               (+ zelda-checkpoint.json)
     models/{run}/checkpoints/best/...                    (+ zelda-checkpoint.json)
     pipeline/{run}/progress.json
+    pipeline/{run}/epochs/epoch_{N}.json                 (the epoch's EpochReport)
 """
 
 from __future__ import annotations
@@ -159,3 +160,11 @@ def epoch_of(prefix_or_key: str) -> int | None:
 
 def progress(run_id: str) -> str:
     return f"pipeline/{run_id}/progress.json"
+
+
+def epoch_report(run_id: str, epoch: int) -> str:
+    return f"pipeline/{run_id}/epochs/{_epoch(epoch)}.json"
+
+
+def epoch_reports(run_id: str) -> str:
+    return f"pipeline/{run_id}/epochs/"
