@@ -24,6 +24,8 @@ SERVICES: dict[str, tuple[str, str]] = {
     "judge": ("zelda_judge.cli", "score exported segments (one judge kind per process)"),
     "reward-model": ("zelda_reward_model.cli", "train the Bradley-Terry reward model on scores.ready"),
     "hud": ("zelda_hud.cli", "serve the live web dashboard"),
+    "replay": ("zelda_rlaif.replay.cli", "animate a stored segment with its state timeline and every judge's votes"),
+    "eval": ("zelda_trainer.evaluation.cli", "play a checkpoint or the random baseline on fresh seeds, with a video"),
 }
 
 

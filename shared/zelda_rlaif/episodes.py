@@ -124,5 +124,10 @@ class EpochReport(BaseModel):
     episodes: EpisodeStats = Field(description="the episodes that finished in this epoch")
 
     def flat(self) -> dict[str, float]:
-        """Metric names and values (``throughput/env_steps_per_s`` beside ``EpisodeStats.flat``)."""
-        return {"throughput/env_steps_per_s": self.env_steps_per_s, **self.episodes.flat()}
+        return training_figures(self.env_steps_per_s, self.episodes)
+
+
+def training_figures(env_steps_per_s: float, episodes: EpisodeStats) -> dict[str, float]:
+    """The training figures under their metric names: ``throughput/env_steps_per_s`` beside
+    ``EpisodeStats.flat``, for an ended epoch (``EpochReport``) and for the epoch so far (``LiveMetrics``)."""
+    return {"throughput/env_steps_per_s": env_steps_per_s, **episodes.flat()}

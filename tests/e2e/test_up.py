@@ -2,7 +2,8 @@
 
 Embedded nats-server, a file:// store, the trainer on a local Ray, three rules judges, the reward-model
 service and the HUD, each its own process. The loop must close: every exported segment judged by all three
-kinds, one ``scores.ready`` per epoch, a reward model trained and loaded, and shaping visible in epoch 1.
+kinds, one ``scores.ready`` per epoch, a reward model trained and loaded, and shaping visible in epoch 1. Every
+epoch reports its env steps, steps/s and finished episodes in the table and the summary.
 """
 
 from __future__ import annotations
@@ -14,22 +15,38 @@ import sys
 from pathlib import Path
 
 import pytest
+from rich.console import Console
 
-from zelda_rlaif.events import JudgeKind, SegmentExported
+from zelda_rlaif.episodes import EpisodeRecord, EpisodeStats, EpochReport
+from zelda_rlaif.events import EpochExported, JudgeKind, LiveMetrics, SegmentExported
 from zelda_rlaif.segments import StepRecord
 from zelda_rlaif.settings import StoreSettings
 from zelda_rlaif.storage import keys, open_store
+from zelda_rlaif.up.summary import RunSummary, agent_table
+from zelda_rlaif.up.supervisor import UpOptions, progress_table
+from zelda_rlaif.up.watch import PipelineWatch
 
-pytestmark = pytest.mark.slow
+MILESTONES = ["talk_old_man", "take_key", "open_gate", "take_sword", "solve_switch", "reach_treasure"]
 
 
+def rendered(table: object) -> list[str]:
+    console = Console(record=True, width=240)
+    console.print(table)
+    return console.export_text().splitlines()
+
+
+def row_of(lines: list[str], epoch: int) -> str:
+    return next(line for line in lines if line.lstrip("│┃ ").startswith(f"{epoch} "))
+
+
+@pytest.mark.slow
 def test_up_runs_two_epochs_and_closes_the_loop(tmp_path: Path) -> None:
     run_dir = tmp_path / "run"
     env = {
         **os.environ,
         # Small, CI-sized epochs with many short segments so the reward model has pairs to learn from.
         "ZELDA_TRAINER_SEGMENT_STEPS": "100",
-        "ZELDA_TRAINER_EPISODE_STEPS": "400",
+        "ZELDA_TRAINER_EPISODE_STEPS": "200",  # each emulator ends an episode in its 256 steps of every epoch
         "ZELDA_TRAINER_PPO_TRAIN_BATCH_SIZE": "1024",
         "ZELDA_TRAINER_PPO_MINIBATCH_SIZE": "256",
         "ZELDA_TRAINER_ENVS_PER_RUNNER": "4",  # 256 steps per emulator and epoch: room for 2 segments each
@@ -75,3 +92,65 @@ def test_up_runs_two_epochs_and_closes_the_loop(tmp_path: Path) -> None:
             shaping += [StepRecord.model_validate(r).components.get("shaping", 0.0) for r in store.get_jsonl(key)]
     assert shaping and any(value != 0.0 for value in shaping)
     assert summary["env_steps"] >= 4096
+
+    # Every epoch's report, in summary.json and in the printed table: steps, steps/s and the episodes' figures.
+    reports = {epoch: EpochReport.model_validate(row["report"]) for epoch, row in epochs.items()}
+    for epoch, report in reports.items():
+        assert report == EpochReport.model_validate(store.get_json(keys.epoch_report("e2e", epoch)))
+        assert report.epoch_env_steps >= 2048 and report.env_steps_per_s > 0
+        stats = report.episodes
+        assert stats.count >= 8, "each of the 8 emulators ends at least one 200-step episode per epoch"
+        assert None not in (stats.return_env_mean, stats.return_env_median, stats.return_shaping_mean,
+                            stats.length_mean, stats.rooms_mean, stats.tiles_mean, stats.milestone_score)
+        assert list(stats.milestones) == MILESTONES
+    assert reports[1].episodes.return_shaping_mean != 0.0, "epoch 1 shaped with the model of epoch 0"
+    assert reports[1].env_steps == summary["env_steps"]
+    lines = rendered(agent_table(RunSummary.model_validate(summary)))
+    for epoch, report in reports.items():
+        row = row_of(lines, epoch)
+        assert f" {report.env_steps} " in row and f" {report.env_steps_per_s:.0f} " in row
+        assert f"{report.episodes.return_env_mean:.2f}" in row and f"{report.episodes.milestone_score:.2f}" in row
+    assert "no episode finished" not in result.stdout
+
+    # The curves outside the HUD: TensorBoard event files in the run directory, with every epoch's judge scores
+    # (the trainer waits for the last epoch's reward model before it ends).
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    curves = EventAccumulator(str(run_dir / "tensorboard" / "e2e"))
+    curves.Reload()
+    for name in ("episode/return_env_mean", "milestone/score", "judge/combined", "reward_model/pairs"):
+        assert [event.step for event in curves.Scalars(name)] == [r.env_steps for r in reports.values()], name
+    assert "tensorboard --logdir" in result.stdout
+
+
+def report(epoch: int, episodes: list[EpisodeRecord]) -> EpochReport:
+    return EpochReport(run_id="r", epoch=epoch, env_steps=2048 * (epoch + 1), epoch_env_steps=2048,
+                       env_steps_per_s=512.0 + epoch, wall_time_s=4.0, reward_model_epoch=None,
+                       episodes=EpisodeStats.of(episodes, MILESTONES))
+
+
+def episode(env_return: float, milestones: list[str]) -> EpisodeRecord:
+    return EpisodeRecord(steps=200, env_return=env_return, shaping_return=0.0, rooms_visited=3, tiles_visited=40,
+                         milestones=milestones)
+
+
+def test_the_live_table_shows_steps_and_episodes_for_every_epoch(tmp_path: Path) -> None:
+    """Ended epochs from their reports, the running one from the live metrics; an epoch without a finished
+    episode says so."""
+    watch = PipelineWatch("r")
+    for epoch in (0, 1):
+        watch.epochs_exported[epoch] = EpochExported(run_id="r", epoch=epoch, segments_exported=3,
+                                                     env_steps=2048 * (epoch + 1), episodes=8)
+    watch.reports = {0: report(0, []), 1: report(1, [episode(1.5, ["take_key"]), episode(2.5, [])])}
+    watch.metrics = LiveMetrics(run_id="r", epoch=2, env_steps=5000, env_steps_per_s=300.0,
+                                episodes=EpisodeStats.of([episode(4.0, ["take_key", "open_gate"])], MILESTONES))
+    options = UpOptions(run_id="r", run_dir=tmp_path, epochs=3, steps_per_epoch=2048, env_runners=2,
+                        export_fraction=1.0, rom=None, state=None, shaping_mode="pipelined", llm_url=None,
+                        llm_model=None, nats_url=None, store_url=None, hud_port=1, resume=False,
+                        finish_timeout_s=1.0)
+    lines = rendered(progress_table(options, watch, []))
+    assert " 2048 " in row_of(lines, 0) and " 512 " in row_of(lines, 0)
+    assert "no episode finished" in row_of(lines, 0)
+    assert " 4096 " in row_of(lines, 1) and " 513 " in row_of(lines, 1) and " 2.00 " in row_of(lines, 1)
+    assert f" {(0.5 + 0) / 6:.2f} " in row_of(lines, 1), "the milestone score: take_key in half the episodes"
+    assert " 5000 " in row_of(lines, 2) and " 300 " in row_of(lines, 2) and f" {2 / 6:.2f} " in row_of(lines, 2)

@@ -19,6 +19,7 @@ from tests.support.openai_server import OpenAIServer
 from zelda_rlaif.events import JudgeKind
 from zelda_rlaif.settings import StoreSettings
 from zelda_rlaif.storage import keys, open_store
+from zelda_rlaif.verdicts import VerdictRecord
 
 pytestmark = pytest.mark.slow
 
@@ -47,9 +48,9 @@ def test_up_with_llm_judges(tmp_path: Path) -> None:
     scored = [line["segment_id"] for line in store.get_jsonl(keys.epoch_scores("llm", 0))]
     for segment_id in scored:
         for kind in JudgeKind:
-            verdict = store.get_json(keys.verdict("llm", 0, segment_id, kind.value))
-            assert verdict["backend"] == "openai" and verdict["model"] == "judge-model"
-            assert verdict["votes"] == 3
+            record = VerdictRecord.model_validate_json(store.get_bytes(keys.verdict("llm", 0, segment_id, kind.value)))
+            assert record.verdict.backend == "openai" and record.verdict.model == "judge-model"
+            assert record.verdict.votes == len(record.votes) == 3
     # Three kinds x M=3 votes for every segment reached the server, with structured output.
     bodies = [r.body for r in requests]
     assert all(b["response_format"]["type"] == "json_schema" for b in bodies)

@@ -1,19 +1,24 @@
-"""The page in a real headless Chromium: live data on the real NATS shows up, and it survives a restart."""
+"""The page in a real headless Chromium: live data on the real NATS shows up and survives a restart; a finished
+run is served from its store with charts, epochs and segment replays; nothing overflows a 390 px wide screen.
+Screenshots go to the test artifacts directory (hud*.png)."""
 
 from __future__ import annotations
 
 import shutil
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from playwright.async_api import Browser, async_playwright, expect
+from playwright.async_api import Browser, Page, async_playwright, expect
 from pydantic import SecretStr
 
 from tests.hud.conftest import HudServer, game_screen
+from tests.hud.stored_run import MILESTONES, SEGMENTS_PER_EPOCH, write_finished_run, write_stored_epoch
+from tests.support.waiting import free_port
 from zelda_hud.settings import HudSettings
 from zelda_rlaif.bus import Bus
+from zelda_rlaif.episodes import EpisodeRecord, EpisodeStats
 from zelda_rlaif.events import (
     DeadLetter,
     EpochExported,
@@ -27,8 +32,8 @@ from zelda_rlaif.events import (
     SegmentJudged,
     SegmentScored,
 )
-from zelda_rlaif.settings import StoreSettings
-from zelda_rlaif.storage import keys, open_store
+from zelda_rlaif.settings import NatsSettings, StoreSettings
+from zelda_rlaif.storage import open_store
 from zelda_rlaif.subjects import (
     DEAD_LETTER,
     EPOCH_EXPORTED,
@@ -79,19 +84,23 @@ def frame(run_id: str, env_id: str, step: int, group: int, room: int) -> LiveFra
 
 
 def metrics(run_id: str, i: int, at: datetime) -> LiveMetrics:
+    """Iteration ``i``: ten per epoch; the first of each epoch has no finished episode yet."""
+    finished = [EpisodeRecord(steps=300 + 10 * k, env_return=5 + 2.5 * i - (k % 3), shaping_return=40 - 3 * i + k,
+                              rooms_visited=3 + k % 4, tiles_visited=50 + 6 * i + k, milestones=MILESTONES[: k % 5])
+                for k in range(i % 10)]
     return LiveMetrics(
-        run_id=run_id, epoch=1 + i // 10, env_steps=4096 * (i + 1), episodes=3 * (i + 1), env_steps_per_s=800 + 9 * i,
-        mean_episode_return=5 + 2.5 * i - (i % 3), emitted_at=at,
-        reward_components={"new_room": 4 + i * 0.8, "coverage": 2 + i * 0.3, "rnd": 1.5 - 0.05 * i, "death": -1.0},
-        rooms_visited=ROUTE[: 3 + i % 6], tiles_visited=100 + 17 * i,
+        run_id=run_id, epoch=1 + i // 10, env_steps=4096 * (i + 1), env_steps_per_s=800 + 9 * i, emitted_at=at,
+        episodes=EpisodeStats.of(finished, MILESTONES),
+        reward_components={"new_room": 4 + i * 0.8, "coverage": 2 + i * 0.3, "rnd": 1.5 - 0.05 * i, "death": -1.0,
+                           "shaping": 60 - 2 * i},
+        rooms_visited=ROUTE[: 3 + i % 6],
     )
 
 
-async def publish_pipeline(bus: Bus, run_id: str, store_dir: Path) -> None:
+async def publish_pipeline(bus: Bus, run_id: str) -> None:
+    """What the judges announce on the bus for epoch 1 (the store holds the epoch: ``write_stored_epoch``)."""
     await bus.publish(EPOCH_EXPORTED, EpochExported(run_id=run_id, epoch=1, segments_exported=3, env_steps=40960,
                                                     episodes=30))
-    store = open_store(StoreSettings(url=store_dir.as_uri()))
-    rows = []
     for s in range(3):
         segment = f"ep0001-seg{s:03d}"
         await bus.publish(SEGMENT_EXPORTED, SegmentExported(
@@ -107,16 +116,14 @@ async def publish_pipeline(bus: Bus, run_id: str, store_dir: Path) -> None:
                 scores={k: min(v + 0.1 * s, 1.0) for k, v in scores.items()}, agreement=0.9 - 0.2 * s, votes=3,
                 rationale=f"{kind.value} judge: Link reached room 0x{0x12 + s:02x}, opened a chest and kept moving."),
                 subject=SEGMENT_JUDGED.for_kind(kind))
-        row = SegmentScored(run_id=run_id, epoch=1, segment_id=segment, combined=0.55 + 0.1 * s,
-                            dimensions={"progress": 0.62, "novelty": 0.81, "puzzle": 0.3},
-                            weights={"progress": 0.4, "novelty": 0.1, "puzzle": 0.2})
-        rows.append(row)
-        await bus.publish(SEGMENT_SCORED, row)
+        await bus.publish(SEGMENT_SCORED, SegmentScored(
+            run_id=run_id, epoch=1, segment_id=segment, combined=0.55 + 0.1 * s,
+            dimensions={"progress": 0.62, "novelty": 0.81, "puzzle": 0.3},
+            weights={"progress": 0.4, "novelty": 0.1, "puzzle": 0.2}))
     letter = DeadLetter(original_subject=SEGMENT_EXPORTED.subject, stream=PIPELINE_STREAM, consumer="judge-vision",
                         stream_sequence=None, deliveries=5, reason="LLM endpoint timed out 5 times",
                         payload=b"{}", run_id=run_id, epoch=1, segment_id="ep0001-seg002")
     await bus.publish(DEAD_LETTER, letter, subject=dead_letter_subject(SEGMENT_EXPORTED.subject))
-    store.put_jsonl(keys.epoch_scores(run_id, 1), rows)
     await bus.publish(SCORES_READY, ScoresReady(run_id=run_id, epoch=1, segments_scored=2, segments_unjudged=1))
 
 
@@ -130,14 +137,35 @@ async def test_page_shows_live_data_and_reconnects(
     await expect(page.locator("#stat-env-steps")).to_have_text(NO_VALUE)
     await expect(page.locator("#count-scored")).to_have_text("0")
 
-    # Training progress: a history of metrics (spread over the last 20 minutes for the chart)
+    # Training progress: one metrics point per iteration, ten iterations per epoch
     start = datetime.now(UTC) - timedelta(minutes=20)
     for i in range(20):
         await bus.publish_live(LIVE_METRICS.subject, metrics(run_id, i, start + timedelta(minutes=i)))
     await expect(page.locator("#stat-env-steps")).to_have_text(f"{4096 * 20:,}")
     await expect(page.locator("#stat-epoch")).to_have_text("2")
-    assert await page.evaluate("window.hud.charts.ret.data[0].length") == 20
-    assert await page.evaluate("window.hud.charts.comp.series.length") == 1 + 4  # x + one per component
+    latest = metrics(run_id, 19, start).episodes
+    await expect(page.locator('#episode-stats [data-metric="episode/return_env_mean"] dd')).to_have_text(
+        f"{latest.return_env_mean:.2f}")
+    await expect(page.locator('#episode-stats [data-metric="milestone/take_key"]')).to_contain_text(
+        f"{latest.milestones['take_key'] * 100:.1f}%")
+    await expect(page.locator("#stat-tiles")).to_have_text(f"{latest.tiles_mean:.1f}")  # tiles per episode, not 0
+    charts = await page.evaluate("window.hud.chartSeries()")
+    returns = charts["chart-return"]
+    assert returns["names"] == ["episode/return_env_mean", "episode/return_env_median",
+                                "episode/return_shaping_mean", "episode/return_shaping_median"]
+    assert returns["points"] == 18  # every iteration that had a finished episode, against env steps
+    assert returns["scales"] == ["y", "y", "right", "right"]  # shaping on its own axis
+    assert returns["axes"] == ["env steps", "env return per episode", "shaping return per episode"]
+    assert charts["chart-milestones"]["names"] == [f"milestone/{m}" for m in MILESTONES] + ["milestone/score"]
+    components = charts["chart-components"]
+    assert components["names"] == list(metrics(run_id, 0, start).reward_components)
+    assert components["scales"][-1] == "right" and components["points"] == 20
+    for chart in charts.values():
+        assert len(set(chart["colors"])) == len(chart["colors"]), chart  # no two series share a colour
+    # The next epoch's first iteration: nothing finished yet, and the page says so.
+    await bus.publish_live(LIVE_METRICS.subject, metrics(run_id, 20, start + timedelta(minutes=20)))
+    await expect(page.locator("#episodes-none")).to_contain_text("no episode finished yet in epoch 3")
+    await expect(page.locator("#stat-tiles")).to_have_text("no episode finished yet")
 
     # Live screens of two envs walking the route
     for step, (group, room) in enumerate(ROUTE):
@@ -159,8 +187,9 @@ async def test_page_shows_live_data_and_reconnects(
     await page.select_option("#env-select", "env-0")
     await expect(page.locator("#frame-step")).to_have_text("800")
 
-    # Judges, scores, dead letters, the reward model and guidance
-    await publish_pipeline(bus, run_id, store_dir)
+    # Judges, scores, dead letters, the reward model and guidance; epoch 1 as stored
+    write_stored_epoch(open_store(StoreSettings(url=store_dir.as_uri())), run_id, 1, episode_count=6)
+    await publish_pipeline(bus, run_id)
     await bus.publish(REWARD_MODEL_UPDATED, RewardModelUpdated(
         run_id=run_id, epoch=1, accepted=True, model_epoch=1, pairs=1275, validation_accuracy=0.784,
         trained_on_epochs=[0, 1]))
@@ -177,10 +206,23 @@ async def test_page_shows_live_data_and_reconnects(
     await expect(page.locator("#rm-model-epoch")).to_have_text("epoch 1")
     await expect(page.locator("#guidance")).to_contain_text("cave entrance")
     await expect(page.locator("#dead-letters")).to_contain_text("timed out")
-    await expect(page.locator('#epochs tr[data-epoch="1"]')).to_contain_text("scores.jsonl")
+    # The stored epoch: its row in the epoch table, a dot on the charts, its segments in the browser.
+    await expect(page.locator('#epochs tr[data-epoch="1"]')).to_contain_text("4 / 1 / 5")
+    assert (await page.evaluate("window.hud.chartSeries()"))["chart-judges"]["points"] == 1
     await page.locator('#epochs tr[data-epoch="1"]').click()
-    await expect(page.locator("#epoch-detail")).to_contain_text("2 segments, mean combined 0.600")
-    await page.screenshot(path=str(artifacts_dir / "hud.png"))
+    await expect(page.locator("#segments tbody tr")).to_have_count(SEGMENTS_PER_EPOCH)
+    await expect(page.locator("#segments-summary")).to_contain_text("epoch 1: 5 segments, 4 scored, 1 unjudged")
+    await page.evaluate("window.scrollTo(0, 0)")
+    await page.screenshot(path=str(artifacts_dir / "hud.png"), full_page=True)
+
+    # The same live page on a phone: nothing wider than the screen.
+    phone = await browser.new_page(viewport={"width": 390, "height": 844})
+    await phone.goto(hud.url)
+    await expect(phone.locator("#frame-step")).not_to_have_text(NO_VALUE)
+    await expect(phone.locator("#epochs tbody tr")).to_have_count(1)
+    assert await phone.evaluate("document.documentElement.scrollWidth") <= 390
+    await phone.screenshot(path=str(artifacts_dir / "hud-live-390.png"), full_page=True)
+    await phone.close()
 
     # The server restarts: the page says so, reconnects by itself and shows new data again.
     port = hud.port
@@ -219,3 +261,71 @@ async def test_page_with_an_access_token(browser: Browser, hud_settings: HudSett
         await expect(page.locator("#run-id")).to_have_text(hud_settings.run_id or "")
     finally:
         server.stop()
+
+
+FINISHED_TOKEN = "finished-run-token-0123456789"
+FINISHED_EPOCHS = 5
+
+
+@pytest.fixture
+def finished_hud(tmp_path: Path) -> Iterator[HudServer]:
+    """``zelda-rlaif hud --run-dir`` on a finished run of five epochs, behind an access token, with no NATS."""
+    write_finished_run(tmp_path / "local", "finished-run", epochs=FINISHED_EPOCHS)
+    server = HudServer(HudSettings(
+        port=0, run_dir=tmp_path / "local", access_token=SecretStr(FINISHED_TOKEN),
+        nats=NatsSettings(url=f"nats://127.0.0.1:{free_port()}"),
+        store=StoreSettings(url=(tmp_path / "local" / "store").as_uri()))).start()
+    yield server
+    server.stop()
+
+
+async def open_finished_run(browser: Browser, server: HudServer, width: int, height: int) -> Page:
+    page = await browser.new_page(viewport={"width": width, "height": height})
+    errors: list[str] = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    await page.goto(f"{server.url}/?token={FINISHED_TOKEN}")
+    await expect(page.locator("#nats-state")).to_have_text("finished run")
+    await expect(page.locator("#epochs tbody tr")).to_have_count(FINISHED_EPOCHS)
+    await expect(page.locator("#segments tbody tr")).to_have_count(SEGMENTS_PER_EPOCH)
+    assert not errors
+    return page
+
+
+async def open_replay(page: Page) -> None:
+    await page.locator("#segments tbody tr").first.click()
+    await expect(page.locator("#replay-details")).to_contain_text("vote 1:")
+    await expect(page.locator("#replay-gif")).to_be_visible(timeout=90_000)  # rendered on request
+    assert await page.evaluate("document.getElementById('replay-gif').naturalWidth") > 0
+
+
+async def test_a_finished_run(browser: Browser, finished_hud: HudServer, artifacts_dir: Path) -> None:
+    page = await open_finished_run(browser, finished_hud, 1400, 1000)
+    for panel in ("#screen-panel", "#exploration-panel", "#judges-panel", "#guidance-panel"):
+        await expect(page.locator(panel)).to_be_hidden()  # no live feed: no live panels
+    await expect(page.locator("#episode-stats")).to_contain_text("episodes of epoch 4 (the last stored)")
+    await expect(page.locator('#epochs tr[data-epoch="0"]')).to_contain_text("no episode finished")
+    charts = await page.evaluate("window.hud.chartSeries()")
+    assert charts["chart-return"]["points"] == FINISHED_EPOCHS - 1  # epoch 0 finished no episode
+    assert charts["chart-length"]["points"] == FINISHED_EPOCHS  # its env steps/s exists all the same
+    assert charts["chart-judges"]["points"] == FINISHED_EPOCHS
+    assert {"judge/combined", "judge/state/progress", "reward_model/accuracy"} <= set(charts["chart-judges"]["names"])
+    assert "chart-components" not in charts  # reward components are live only
+    await page.screenshot(path=str(artifacts_dir / "hud-finished-run.png"), full_page=True)
+
+    await page.select_option("#segment-epoch", "2")
+    await expect(page.locator("#segments-summary")).to_contain_text("epoch 2: 5 segments, 4 scored, 1 unjudged")
+    await expect(page.locator("#segments tbody tr").last).to_contain_text("unjudged")
+    await open_replay(page)
+    await expect(page.locator('#replay-details .verdict[data-kind="state"]')).to_contain_text("state judge: Link")
+    await page.locator("#replay-format button[data-format=mp4]").click()
+    await expect(page.locator("#replay-mp4")).to_be_visible(timeout=90_000)
+    await page.locator("#segments-panel").screenshot(path=str(artifacts_dir / "hud-finished-run-replay.png"))
+
+
+async def test_a_finished_run_at_390px(browser: Browser, finished_hud: HudServer, artifacts_dir: Path) -> None:
+    page = await open_finished_run(browser, finished_hud, 390, 844)
+    assert await page.evaluate("document.documentElement.scrollWidth") <= 390
+    await page.screenshot(path=str(artifacts_dir / "hud-finished-390.png"), full_page=True)
+    await open_replay(page)
+    assert await page.evaluate("document.documentElement.scrollWidth") <= 390
+    await page.locator("#segments-panel").screenshot(path=str(artifacts_dir / "hud-finished-390-replay.png"))

@@ -1,4 +1,5 @@
-"""``zelda-rlaif hud``: the real entry point starts, serves, stops cleanly, and refuses bad settings."""
+"""``zelda-rlaif hud``: the real entry point starts (live or on a finished run), serves, stops cleanly, and refuses
+bad settings."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.hud.stored_run import write_finished_run
 from tests.support.waiting import free_port, wait_until
 from zelda_hud.settings import HudSettings
 from zelda_rlaif.cli import main
@@ -71,3 +73,44 @@ async def test_entry_point_serves_and_stops(nats_settings: NatsSettings, tmp_pat
         if process.returncode is None:
             process.kill()
             await process.wait()
+
+
+async def test_entry_point_serves_a_finished_run(tmp_path: Path) -> None:
+    """`zelda-rlaif hud --run-dir D`: no NATS anywhere (its address refuses connections), the run from D."""
+    run_dir = tmp_path / "local"
+    write_finished_run(run_dir, "cli-finished", epochs=2)
+    port = free_port()
+    env = {**os.environ, "ZELDA_NATS_URL": f"nats://127.0.0.1:{free_port()}"}
+    env.pop("ZELDA_STORE_URL", None)
+    log_path = tmp_path / "hud.log"
+    with log_path.open("wb") as log:
+        process = await asyncio.create_subprocess_exec(
+            str(Path(sys.executable).parent / "zelda-rlaif"), "hud", "--run-dir", str(run_dir), "--port", str(port),
+            env=env, stdout=log, stderr=subprocess.STDOUT,
+        )
+    try:
+        async def ready() -> bool:
+            try:
+                async with httpx.AsyncClient() as client:
+                    return (await client.get(f"http://127.0.0.1:{port}/readyz")).status_code == 200
+            except httpx.TransportError:
+                assert process.returncode is None, log_path.read_text()
+                return False
+
+        await wait_until(ready, timeout_s=30, what="zelda-rlaif hud --run-dir ready")
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as client:
+            epochs = (await client.get("/api/epochs")).json()
+        assert epochs["run_id"] == "cli-finished" and [e["epoch"] for e in epochs["epochs"]] == [0, 1]
+        process.send_signal(signal.SIGTERM)
+        assert await asyncio.wait_for(process.wait(), timeout=15) == 0
+        assert "serving the finished run cli-finished" in log_path.read_text()
+        assert "NATS" not in log_path.read_text().replace("(no NATS, no live feed)", "")
+    finally:
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
+
+
+def test_a_run_dir_without_a_run_says_what_to_do(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["hud", "--run-dir", str(tmp_path)]) == 2
+    assert "neither summary.json nor run.json" in capsys.readouterr().err

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from zelda_hud.runs import Limits, RunTracker, RunView
+from zelda_rlaif.episodes import EpisodeRecord, EpisodeStats, EpochReport
 from zelda_rlaif.events import (
     DeadLetter,
     EpochExported,
@@ -19,6 +21,11 @@ from zelda_rlaif.subjects import PIPELINE_STREAM, SEGMENT_EXPORTED
 
 LIMITS = Limits(history_points=5, recent_items=3)
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
+NO_EPISODES = EpisodeStats.of([], ["take_key"])
+
+
+def live(epoch: int, env_steps: int, episodes: EpisodeStats = NO_EPISODES, **fields: Any) -> LiveMetrics:
+    return LiveMetrics(run_id="r", epoch=epoch, env_steps=env_steps, env_steps_per_s=1.0, episodes=episodes, **fields)
 
 
 def at(minutes: float) -> datetime:
@@ -53,11 +60,10 @@ def test_rooms_positions_and_coverage() -> None:
         view.add_frame(LiveFrame(run_id="r", env_id="env-0", step=step, png=b"", state={"group": 0, "room": room}),
                        "msg")
     view.add_frame(LiveFrame(run_id="r", env_id="env-1", step=0, png=b"", state={"group": True, "room": 3}), "msg")
-    view.add_metrics(LiveMetrics(run_id="r", epoch=0, env_steps=10, episodes=0, env_steps_per_s=1.0,
-                                 mean_episode_return=None, rooms_visited=[(2, 0x10)], tiles_visited=42))
+    view.add_metrics(live(0, 10, rooms_visited=[(2, 0x10)]))
     exploration = view.exploration()
     assert exploration["groups"] == {"0": {"0": 1, "1": 2, "17": 1}, "2": {"16": 0}}
-    assert exploration["rooms_discovered"] == 4 and exploration["tiles_visited"] == 42
+    assert exploration["rooms_discovered"] == 4
     assert exploration["positions"] == {"env-0": [0, 0x11]}  # a flag is not a group number
     assert view.default_env() == "env-0"
 
@@ -87,9 +93,24 @@ def test_pipeline_counts_unjudged_segments_once() -> None:
 def test_memory_is_bounded() -> None:
     view = RunView("r", LIMITS, T0)
     for i in range(20):
-        view.add_metrics(LiveMetrics(run_id="r", epoch=0, env_steps=i, episodes=0, env_steps_per_s=1.0,
-                                     mean_episode_return=None))
+        view.add_metrics(live(0, i))
         view.add_judged(SegmentJudged(run_id="r", epoch=0, segment_id=f"s{i}", kind=JudgeKind.VISION,
                                       backend="rules", model="m", scores={}, agreement=1.0, votes=1, rationale=""))
     assert len(view.history) == LIMITS.history_points and view.history[-1]["env_steps"] == 19
     assert [v.segment_id for v in view.verdicts] == ["s17", "s18", "s19"]
+
+
+def test_a_chart_point_uses_the_names_of_the_epoch_report() -> None:
+    """A live point is the epoch so far under exactly the names its EpochReport will have at the epoch's end, so
+    the page draws both on the same series."""
+    view = RunView("r", LIMITS, T0)
+    assert view.add_metrics(live(3, 100))["metrics"] == {"throughput/env_steps_per_s": 1.0, "episode/count": 0.0}
+    finished = [EpisodeRecord(steps=300, env_return=5.0, shaping_return=-2.0, rooms_visited=3, tiles_visited=70,
+                              milestones=["take_key"])]
+    stats = EpisodeStats.of(finished, ["take_key"])
+    point = view.add_metrics(live(3, 4096, stats, reward_components={"new_room": 2.0}))
+    report = EpochReport(run_id="r", epoch=3, env_steps=4096, epoch_env_steps=4096, env_steps_per_s=1.0,
+                         wall_time_s=1.0, reward_model_epoch=None, episodes=stats)
+    assert point == {"source": "live", "epoch": 3, "env_steps": 4096, "metrics": report.flat(),
+                     "reward_components": {"new_room": 2.0}}
+    assert point["metrics"]["milestone/take_key"] == 1.0

@@ -62,7 +62,7 @@ async def test_three_votes_with_distinct_seeds_and_structured_output(llm: OpenAI
         assert fmt["type"] == "json_schema" and fmt["json_schema"]["strict"] is True
         assert set(fmt["json_schema"]["schema"]["required"]) == {"progress", "dialog", "efficiency", "rationale"}
         assert estimate_tokens(json.dumps(body["messages"])) < 3000
-    assert result.votes == 3 and set(result.scores) == {"progress", "dialog", "efficiency"}
+    assert len(result.votes) == 3 and set(result.scores) == {"progress", "dialog", "efficiency"}
 
 
 async def test_verdict_is_the_median_of_the_votes(llm: OpenAIServer) -> None:
@@ -79,13 +79,16 @@ async def test_verdict_is_the_median_of_the_votes(llm: OpenAIServer) -> None:
     assert result.scores == {"puzzle": statistics.median([0.1, 0.5, 0.7])}
     assert result.agreement == pytest.approx(1 - 0.6)
     assert result.rationale == "vote 1"
+    # Every vote is kept (the verdict record stores them for replays), in the order they were asked for.
+    assert [(v.scores, v.rationale, v.seed) for v in result.votes] == [
+        ({"puzzle": answers[i][0]}, f"vote {i}", base + i) for i in range(3)]
 
 
 async def test_n_mode_asks_once_for_n_choices(llm: OpenAIServer) -> None:
     result = await judge(llm, vote_mode="n", votes=5)
     (request,) = llm.chat_requests()
     assert request.body["n"] == 5 and isinstance(request.body["seed"], int)
-    assert result.votes == 5
+    assert len(result.votes) == 5
 
 
 @pytest.mark.parametrize("fault", FAULTS)
@@ -127,7 +130,7 @@ async def test_rejected_request_is_not_retried_and_says_what_to_check() -> None:
         assert len(llm.chat_requests()) == 1
         result = await judge(llm, votes=1, llm_api_key="right-key-123")
         assert llm.chat_requests()[-1].headers["Authorization"] == "Bearer right-key-123"
-        assert result.votes == 1
+        assert len(result.votes) == 1
 
 
 async def test_vision_judge_sends_key_frames_as_data_urls(llm: OpenAIServer) -> None:

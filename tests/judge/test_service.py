@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import statistics
 from typing import Any
 
 import httpx
@@ -18,7 +19,7 @@ from zelda_judge.kinds import ALL_DIMENSIONS
 from zelda_judge.ledger import scores_ready_marker
 from zelda_judge.rubric import RubricWeights, combine
 from zelda_rlaif.bus import Bus, Delivery
-from zelda_rlaif.events import DeadLetter, JudgeKind, ScoresReady, SegmentJudged, SegmentScored
+from zelda_rlaif.events import DeadLetter, JudgeKind, ScoresReady, SegmentScored
 from zelda_rlaif.storage import ObjectStore, keys
 from zelda_rlaif.subjects import (
     DEAD_LETTER,
@@ -29,6 +30,7 @@ from zelda_rlaif.subjects import (
     SEGMENT_JUDGED,
     SEGMENT_SCORED,
 )
+from zelda_rlaif.verdicts import VerdictRecord
 
 
 async def scores_ready(bus: Bus, run_id: str) -> list[ScoresReady]:
@@ -73,8 +75,15 @@ async def test_every_kind_scores_an_epoch_once(jbus: Bus, store: ObjectStore, ll
     for kind, verdicts in by_kind.items():
         model, votes = (llm.model, 3) if kind.value in llm_kinds else ("rules-v1", 1)
         assert len(verdicts) == 6 and all(v.model == model and v.votes == votes for v in verdicts)
-    stored = SegmentJudged.model_validate_json(store.get_bytes(keys.verdict(run_id, 1, events[0].segment_id, "state")))
-    assert stored in by_kind[JudgeKind.STATE]
+    stored = VerdictRecord.model_validate_json(store.get_bytes(keys.verdict(run_id, 1, events[0].segment_id, "state")))
+    assert stored.verdict in by_kind[JudgeKind.STATE]
+    # The record keeps every vote behind the published medians (replays show them).
+    assert len(stored.votes) == 3 and len({v.seed for v in stored.votes}) == 3
+    for dimension, median in stored.verdict.scores.items():
+        assert median == statistics.median(v.scores[dimension] for v in stored.votes)
+    assert stored.verdict.rationale in {v.rationale for v in stored.votes}
+    rules = VerdictRecord.model_validate_json(store.get_bytes(keys.verdict(run_id, 1, events[0].segment_id, "puzzle")))
+    assert [(v.scores, v.rationale) for v in rules.votes] == [(rules.verdict.scores, rules.verdict.rationale)]
     scored = [e for e in await stored_events(jbus, SEGMENT_SCORED) if e.run_id == run_id]
     assert len(scored) == 6
     # vision requests carried frames; state requests did not

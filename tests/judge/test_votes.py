@@ -6,8 +6,9 @@ import pytest
 
 from zelda_judge.kinds import ALL_DIMENSIONS, KINDS
 from zelda_judge.rubric import RubricWeights, combine
-from zelda_judge.votes import InvalidVote, Vote, aggregate, json_schema, parse_vote, response_format
+from zelda_judge.votes import InvalidVote, aggregate, json_schema, parse_vote, response_format
 from zelda_rlaif.events import JudgeKind
+from zelda_rlaif.verdicts import Vote
 
 
 @pytest.mark.parametrize("kind", list(JudgeKind))
@@ -53,8 +54,9 @@ def test_long_rationale_is_cut_not_rejected() -> None:
 
 
 def test_median_and_agreement() -> None:
-    votes = [Vote({"progress": 0.2, "dialog": 0.5}, "low"), Vote({"progress": 0.5, "dialog": 0.5}, "mid"),
-             Vote({"progress": 0.9, "dialog": 0.6}, "high")]
+    votes = [Vote(scores={"progress": 0.2, "dialog": 0.5}, rationale="low"),
+             Vote(scores={"progress": 0.5, "dialog": 0.5}, rationale="mid"),
+             Vote(scores={"progress": 0.9, "dialog": 0.6}, rationale="high")]
     result = aggregate(votes, ("progress", "dialog"))
     assert result.scores == {"progress": 0.5, "dialog": 0.5}
     assert result.agreement == pytest.approx(1 - (0.7 + 0.1) / 2)
@@ -62,7 +64,7 @@ def test_median_and_agreement() -> None:
 
 
 def test_unanimous_votes_agree_fully() -> None:
-    votes = [Vote({"puzzle": 0.4}, "same")] * 3
+    votes = [Vote(scores={"puzzle": 0.4}, rationale="same")] * 3
     assert aggregate(votes, ("puzzle",)).agreement == 1.0
 
 

@@ -13,6 +13,7 @@ from tests.support.streams import catch_live
 from tests.support.waiting import wait_until
 from zelda_rlaif.bus import Bus, Delivery, InvalidMessage, PermanentFailure, Router, run_consumer
 from zelda_rlaif.bus.router import subject_matches
+from zelda_rlaif.episodes import EpisodeStats
 from zelda_rlaif.events import EpochExported, JudgeKind, LiveMetrics, SegmentJudged
 from zelda_rlaif.settings import NatsSettings
 from zelda_rlaif.subjects import (
@@ -278,7 +279,7 @@ async def test_router_subscribes_live_and_follows_streams_without_taking_work(bu
     subscriptions = await router.subscribe(bus)
     try:
         await bus.publish_live(LIVE_METRICS.subject, LiveMetrics(
-            run_id=run_id, epoch=1, env_steps=1, episodes=0, env_steps_per_s=1.0, mean_episode_return=None))
+            run_id=run_id, epoch=1, env_steps=1, env_steps_per_s=1.0, episodes=EpisodeStats.of([], [])))
         for _ in range(2):  # stored once: read once
             await bus.publish(EPOCH_EXPORTED, epoch_event(run_id, 1))
         await bus.js.publish(EPOCH_EXPORTED.subject, json.dumps({"run_id": run_id, "epoch": "one"}).encode())

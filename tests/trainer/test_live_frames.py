@@ -9,6 +9,7 @@ from tests.support.streams import catch_live
 from tests.support.waiting import free_port, wait_until
 from zelda_rlaif.bus import Bus, LivePublisher
 from zelda_rlaif.embedded_nats import EmbeddedNats
+from zelda_rlaif.episodes import EpisodeStats
 from zelda_rlaif.events import LiveFrame, LiveMetrics
 from zelda_rlaif.game.config import EnvConfig
 from zelda_rlaif.settings import NatsSettings
@@ -47,8 +48,8 @@ async def test_live_events_never_wait_on_nats_and_resume_when_it_comes_back(tmp_
     port = free_port()
     publisher = LivePublisher(NatsSettings(url=f"nats://127.0.0.1:{port}", connect_timeout_s=0.2), "test-live",
                               retry_s=0.2)
-    metrics = [LiveMetrics(run_id="away", epoch=0, env_steps=step, episodes=0, env_steps_per_s=0.0,
-                           mean_episode_return=None) for step in range(2000)]
+    metrics = [LiveMetrics(run_id="away", epoch=0, env_steps=step, env_steps_per_s=0.0,
+                           episodes=EpisodeStats.of([], [])) for step in range(2000)]
     for event in metrics:  # nobody to connect to: each offer returns at once and the oldest pending ones go
         publisher.publish_live(LIVE_METRICS.subject, event)
 

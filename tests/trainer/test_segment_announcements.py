@@ -76,10 +76,10 @@ async def test_segments_are_announced_as_the_runners_hand_them_over_and_reconcil
 
     for action in actions[:2 * SEGMENT_STEPS]:  # two complete segments: what one training iteration might export
         env.step(int(action))
-    await trainer._announce_segments(bus, trainer._stored_segments())  # type: ignore[arg-type]
+    await trainer._announce_segments(bus, trainer._take_completed().segments)  # type: ignore[arg-type]
     assert [event.segment_id for event in bus.segments] == ["e000-w1v0-00001-s00", "e000-w1v0-00001-s01"]
     assert not listings, "per iteration the runners' own lists suffice"
-    assert trainer._stored_segments() == [], "each segment is handed over once"
+    assert trainer._take_completed().segments == [], "each segment is handed over once"
     first = bus.segments[0]
     assert first == SegmentExported.model_validate(trainer.store.get_json(
         keys.segment_manifest(RUN, 0, first.segment_id))), "the event published is the manifest stored"
@@ -87,7 +87,7 @@ async def test_segments_are_announced_as_the_runners_hand_them_over_and_reconcil
 
     for action in actions[2 * SEGMENT_STEPS:]:
         env.step(int(action))
-    env.take_stored_segments()  # as if its runner died before handing them over
+    env.take_completed()  # as if its runner died before handing them over
     segments = await trainer._reconcile_segments(bus, epoch=0)  # type: ignore[arg-type]
     assert segments == 3
     assert [event.segment_id for event in bus.segments][-1] == "e000-w1v0-00001-s02"

@@ -1,15 +1,17 @@
-"""A real 2-epoch training run on the test world: 2 Ray env runners, real NATS, a real S3 server."""
+"""A real 2-epoch training run on the test world: 2 Ray env runners, real NATS, a real S3 server.
+
+Episodes of 200 steps in epochs of 300 steps per emulator: every epoch has finished episodes to report."""
 
 from __future__ import annotations
 
 import asyncio
-import json
 
 import pytest
 from nats.aio.msg import Msg
 
 from zelda_rlaif.bus import Bus
-from zelda_rlaif.events import EpochExported, SegmentExported
+from zelda_rlaif.episodes import EpochReport
+from zelda_rlaif.events import EpochExported, LiveMetrics, SegmentExported
 from zelda_rlaif.segments import StepRecord
 from zelda_rlaif.settings import NatsSettings, StoreSettings
 from zelda_rlaif.storage import keys, open_store
@@ -23,7 +25,7 @@ pytestmark = pytest.mark.slow
 
 def small_run(run_id: str, nats: NatsSettings, store: StoreSettings, epochs: int) -> TrainerSettings:
     return TrainerSettings(
-        run_id=run_id, epochs=epochs, steps_per_epoch=600, episode_steps=300, segment_steps=100,
+        run_id=run_id, epochs=epochs, steps_per_epoch=600, episode_steps=200, segment_steps=100,
         export_fraction=1.0, frame_every=10, num_env_runners=2, envs_per_runner=1, live_frames=False,
         ppo=PPOSettings(train_batch_size=300, minibatch_size=100, num_epochs=2), nats=nats, store=store,
     )
@@ -72,14 +74,33 @@ async def test_two_epochs_export_checkpoint_and_resume(
     frames = list(store.list(keys.segment_frames(run_id, 0, sample.segment_id)))
     assert len(frames) == len(manifest.frame_steps) == 10
     assert store.get_bytes(frames[0]).startswith(b"\x89PNG")
-    progress = store.get_json(keys.progress(run_id))
-    assert progress["epoch"] == 1 and progress["env_steps"] == summary.env_steps
 
-    # A checkpoint per epoch, the best kept apart with its metadata.
+    # Every epoch's report: stored, returned, its figures from every episode that finished in it.
+    reports = [EpochReport.model_validate(store.get_json(keys.epoch_report(run_id, epoch))) for epoch in (0, 1)]
+    assert summary.epochs == reports
+    for report in reports:
+        stats = report.episodes
+        assert stats.count >= 2, "each of the 2 emulators ends an episode of 200 steps in its 300"
+        assert None not in (stats.return_env_mean, stats.return_env_median, stats.return_shaping_mean,
+                            stats.return_shaping_median, stats.length_mean, stats.rooms_mean, stats.tiles_mean,
+                            stats.milestone_score)
+        assert stats.length_mean == 200 and stats.rooms_mean is not None and stats.rooms_mean >= 1
+        assert list(stats.milestones) == ["talk_old_man", "take_key", "open_gate", "take_sword", "solve_switch",
+                                          "reach_treasure"]
+        assert report.epoch_env_steps >= 600 and report.env_steps_per_s > 0 and report.wall_time_s > 0
+    assert reports[1].env_steps == reports[0].env_steps + reports[1].epoch_env_steps == summary.env_steps
+    # progress.json: the last live metrics, whose episodes are the last epoch's so far, i.e. all of them.
+    progress = LiveMetrics.model_validate(store.get_json(keys.progress(run_id)))
+    assert (progress.epoch, progress.env_steps, progress.episodes) == (1, summary.env_steps, reports[1].episodes)
+
+    # A checkpoint per epoch with its episodes' figures, the best kept apart naming the figure it won on.
     latest = checkpoints.latest(store, run_id)
     assert latest is not None and latest.epoch == 1 and latest.env_steps == summary.env_steps
-    best = json.loads(store.get_bytes(keys.checkpoint_metadata(keys.best_checkpoint(run_id))))
-    assert {"mean_return", "env_steps", "episodes", "wall_time_s"} <= set(best)
+    assert latest.stats == reports[1].episodes
+    best = checkpoints.CheckpointMetadata.model_validate(
+        store.get_json(keys.checkpoint_metadata(keys.best_checkpoint(run_id))))
+    assert best.stats == reports[best.epoch].episodes
+    assert best.best_by in checkpoints.RANKED_BY and best.best_value == best.stats.flat()[best.best_by]
 
     # Resume: the step count continues and the policy is the trained one, not a fresh random one.
     resumed_trainer = Trainer(small_run(run_id, nats_settings, s3_store_settings, 1), resume=True,

@@ -54,6 +54,7 @@ EXPLORATION_INTERVAL_S = 1.0
 PIPELINE_INTERVAL_S = 0.5
 HEARTBEAT_INTERVAL_S = 2.0
 INVALID_LOG_EVERY_S = 60.0
+NATS_NOT_USED = "not used (finished run)"
 
 
 @dataclass
@@ -73,7 +74,8 @@ class Hub:
         )
         self.fanout = Fanout(settings.client_queue)
         self.frame_interval_s = 1.0 / settings.max_fps
-        self.nats_state = "connecting"
+        self.live = settings.live
+        self.nats_state = "connecting" if settings.live else NATS_NOT_USED
         self.streams_followed: set[str] = set()
         self.unattributed_dead_letters = 0
         self.started = time.monotonic()
@@ -152,10 +154,10 @@ class Hub:
         self.fanout.frame(frame.env_id, message, view.default_env(), self.frame_interval_s)
 
     def _on_metrics(self, metrics: LiveMetrics, view: RunView) -> None:
-        view.add_metrics(metrics)
+        point = view.add_metrics(metrics)
         if self._is_shown(view):
             self._dirty.exploration = True
-            self.fanout.event(wire.event_message("metrics", metrics))
+            self.fanout.event(wire.message("metrics", {"metrics": metrics.model_dump(mode="json"), "point": point}))
 
     def _on_guidance(self, event: GuidanceSuggestion, view: RunView) -> None:
         view.add_guidance(event)
@@ -224,7 +226,7 @@ class Hub:
         data = (view or RunView("-", self.runs.limits, datetime.now(UTC))).snapshot()
         data["run_id"] = self.runs.current_id
         watched = sorted(self._watched(channel))
-        data.update(runs=self.runs.known(), pinned=self.runs.pinned is not None, watching=watched,
+        data.update(runs=self.runs.known(), pinned=self.runs.pinned is not None, live=self.live, watching=watched,
                     server=self.server_info(), max_fps=self.settings.max_fps)
         if view is not None:
             for env_id in watched:
@@ -233,6 +235,7 @@ class Hub:
 
     def server_info(self) -> dict[str, Any]:
         return {
+            "live": self.live,
             "nats": self.nats_state,
             "clients": len(self.fanout),
             "run_id": self.runs.current_id,
@@ -263,6 +266,7 @@ class Hub:
         return {
             "run_id": self.runs.current_id,
             "pinned": self.runs.pinned is not None,
+            "live": self.live,
             "runs": self.runs.known(),
             "nats": self.nats_state,
             "streams_followed": sorted(self.streams_followed),
@@ -270,10 +274,7 @@ class Hub:
             "envs": view.env_list() if view else [],
             "metrics": view.metrics.model_dump(mode="json") if view and view.metrics else None,
             "pipeline": view.pipeline() if view else None,
-            "exploration": (
-                {k: v for k, v in view.exploration().items() if k in ("rooms_discovered", "tiles_visited")}
-                if view else None
-            ),
+            "exploration": {"rooms_discovered": view.exploration()["rooms_discovered"]} if view else None,
             "reward_model": view.reward_models[-1].model_dump(mode="json") if view and view.reward_models else None,
             "unattributed_dead_letters": self.unattributed_dead_letters,
             "clients": {

@@ -93,7 +93,6 @@ class RunView:
         self._default_env: str | None = None
         self.time_in_room: Counter[Room] = Counter()  # frames seen per room, across all envs
         self.discovered: set[Room] = set()
-        self.tiles_visited = 0
         self.verdicts: deque[SegmentJudged] = deque(maxlen=limits.recent_items)
         self.scored: deque[SegmentScored] = deque(maxlen=limits.recent_items)
         self.reward_models: deque[RewardModelUpdated] = deque(maxlen=limits.recent_items)
@@ -126,11 +125,13 @@ class RunView:
             self.discovered.add(room)
         return is_new
 
-    def add_metrics(self, metrics: LiveMetrics) -> None:
+    def add_metrics(self, metrics: LiveMetrics) -> dict[str, Any]:
+        """Returns the chart point it added (the page appends the same)."""
         self.metrics = metrics
-        self.history.append(metric_point(metrics))
+        point = metric_point(metrics)
+        self.history.append(point)
         self.discovered.update((int(g), int(r)) for g, r in metrics.rooms_visited)
-        self.tiles_visited = max(self.tiles_visited, metrics.tiles_visited)
+        return point
 
     def add_segment_exported(self, event: SegmentExported) -> None:
         self.epoch(event.epoch).segments_exported += 1
@@ -175,7 +176,6 @@ class RunView:
         return {
             "groups": {str(g): {str(r): n for r, n in sorted(rooms.items())} for g, rooms in sorted(groups.items())},
             "rooms_discovered": len(self.discovered),
-            "tiles_visited": self.tiles_visited,
             "positions": {
                 env_id: list(where) for env_id, env in self.envs.items() if (where := _as_room(env.state)) is not None
             },
@@ -212,13 +212,13 @@ class RunView:
 
 
 def metric_point(metrics: LiveMetrics) -> dict[str, Any]:
-    """One chart point; the page appends the same shape when a metrics event arrives."""
+    """One chart point per training iteration: the epoch so far under the metric names of ``EpochReport.flat``
+    (the page draws these and the stored epochs' reports on the same axes, against env steps)."""
     return {
-        "t": metrics.emitted_at.timestamp(),
+        "source": "live",
         "epoch": metrics.epoch,
         "env_steps": metrics.env_steps,
-        "env_steps_per_s": metrics.env_steps_per_s,
-        "mean_episode_return": metrics.mean_episode_return,
+        "metrics": metrics.flat(),
         "reward_components": metrics.reward_components,
     }
 

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import ipaddress
+from pathlib import Path
 
-from pydantic import Field, SecretStr, field_validator
+from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from zelda_rlaif.events import RunId
 from zelda_rlaif.settings import LogSettings, NatsSettings, StoreSettings, refuse_placeholder
+from zelda_rlaif.up.run_dir import run_id_of, store_url_of
 
 MIN_TOKEN_LENGTH = 16
 
@@ -23,6 +25,11 @@ class HudSettings(BaseSettings):
         description="when set, the API and the websocket need it as ?token=... or 'Authorization: Bearer ...'",
     )
     run_id: RunId | None = Field(None, description="show this run only; unset follows the most recently started run")
+    run_dir: Path | None = Field(
+        None,
+        description="serve this finished run of `zelda-rlaif up` (its directory) from what it stored, without NATS; "
+        "the run id and the store come from the directory unless given",
+    )
     max_fps: float = Field(20.0, gt=0, le=120, description="most frames per second sent to one browser for one env")
     client_queue: int = Field(
         256, ge=8, description="events buffered per browser; one that falls further behind gets a fresh snapshot"
@@ -58,6 +65,24 @@ class HudSettings(BaseSettings):
                 "`python -c 'import secrets; print(secrets.token_urlsafe(24))'`"
             )
         return value
+
+    @model_validator(mode="after")
+    def _finished_run(self) -> HudSettings:
+        if self.run_dir is None:
+            return self
+        try:
+            if self.run_id is None:
+                self.run_id = run_id_of(self.run_dir)
+            if "url" not in self.store.model_fields_set:  # ZELDA_STORE_URL or --store-url win over the directory's
+                self.store = self.store.model_copy(update={"url": store_url_of(self.run_dir)})
+        except ValueError as exc:  # a model-level error names no field: say which setting it is about
+            raise ValueError(f"ZELDA_HUD_RUN_DIR (--run-dir): {exc}") from exc
+        return self
+
+    @property
+    def live(self) -> bool:
+        """Whether the HUD follows the bus; False: it serves a finished run from the store alone."""
+        return self.run_dir is None
 
     @property
     def exposed_without_token(self) -> bool:

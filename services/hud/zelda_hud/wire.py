@@ -6,9 +6,11 @@ Every server message is one JSON text frame ``{"type": ..., "data": ...}``:
 type           data                                                       when
 =============  =========================================================  ==================================
 snapshot       everything the page shows for the current run (see          on connect, after a run switch, and
-               ``Hub.snapshot_for``); the page resets to it                 when a browser fell too far behind
+               ``Hub.snapshot_for``; ``live`` false: a finished run, no     when a browser fell too far behind
+               live feed); the page resets to it
 frame          ``LiveFrame`` (PNG as base64) of a watched env              newest wins, at most max_fps per env
-metrics        ``LiveMetrics``; the page appends a chart point              in order
+metrics        ``{metrics: LiveMetrics, point}``: the page appends         in order
+               ``point`` (``runs.metric_point``) to its charts
 verdict        ``SegmentJudged``                                           in order
 scored         ``SegmentScored``                                           in order
 reward_model   ``RewardModelUpdated``                                      in order
@@ -18,7 +20,7 @@ epoch          ``EpochExported`` or ``ScoresReady`` with ``event`` name    in or
 envs           ``[{env_id, step, frames}]``                                when an env appears
 exploration    rooms seen per group with frame counts, env positions      newest wins, about once a second
 pipeline       per-epoch exported / judged / scored / unjudged counters    newest wins
-server         ``{nats, clients, run_id, time}``                           every couple of seconds (heartbeat)
+server         ``{live, nats, clients, run_id, time}``                     every couple of seconds (heartbeat)
 =============  =========================================================  ==================================
 
 The page sends ``{"type": "watch", "env_ids": [...]}`` (or ``{"type": "watch", "all": true}``) to choose

@@ -5,12 +5,13 @@ Replicas of every kind coordinate only through the object store, JetStream de-du
 
 Records (keys from ``zelda_rlaif.storage.keys``), each written before anything is published about it:
 
-- ``verdict(run, epoch, seg, kind)``: the ``SegmentJudged`` of one kind. Written once: a redelivered
-  segment finds it and re-publishes it instead of asking the LLM again, so the key keeps the same content.
+- ``verdict(run, epoch, seg, kind)``: the ``VerdictRecord`` of one kind (``zelda_rlaif.verdicts``): the
+  ``SegmentJudged`` it publishes and every vote behind it. Written once: a redelivered segment finds it and
+  re-publishes its verdict instead of asking the LLM again, so the key keeps the same content.
 - ``scored_segment(run, epoch, seg)``: the ``SegmentScored``, built once every kind's verdict exists. It is a
   pure function of the stored verdicts (its timestamp is the latest verdict's), so two replicas
   completing the same segment at once write the same record.
-- ``unjudged_segment(run, epoch, seg)``: why a segment was dead-lettered (by kind).
+- ``unjudged_segment(run, epoch, seg)``: the ``UnjudgedRecord``: why a segment was dead-lettered (by kind).
 - ``epoch_manifest(run, epoch)``: the ``EpochExported`` that says how many segments the epoch has.
 - ``epoch_scores(run, epoch)``: ``scores.jsonl``, one ``SegmentScored`` JSON per line, sorted by segment id.
 
@@ -40,7 +41,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 
 from nats.js.errors import KeyNotFoundError, KeyWrongLastSequenceError
@@ -54,6 +54,7 @@ from zelda_rlaif.errors import ObjectNotFound
 from zelda_rlaif.events import EpochExported, JudgeKind, ScoresReady, SegmentJudged, SegmentRef, SegmentScored
 from zelda_rlaif.storage import keys
 from zelda_rlaif.subjects import SCORES_READY, SEGMENT_JUDGED, SEGMENT_SCORED
+from zelda_rlaif.verdicts import RATIONALE_MAX_CHARS, UnjudgedReason, UnjudgedRecord, VerdictRecord
 
 log = logging.getLogger(__name__)
 
@@ -77,21 +78,22 @@ class ScoreLedger:
 
     # Verdicts
 
-    async def stored_verdict(self, ref: SegmentRef, kind: JudgeKind) -> SegmentJudged | None:
+    async def stored_verdict(self, ref: SegmentRef, kind: JudgeKind) -> VerdictRecord | None:
         try:
             raw = await self.store.get_bytes(keys.verdict(ref.run_id, ref.epoch, ref.segment_id, kind.value))
         except ObjectNotFound:
             return None
-        return SegmentJudged.model_validate_json(raw)
+        return VerdictRecord.model_validate_json(raw)
 
-    async def record_verdict(self, verdict: SegmentJudged) -> SegmentJudged:
-        """Store ``verdict`` unless one is already stored (then that one wins), and publish what is stored."""
+    async def record_verdict(self, record: VerdictRecord) -> VerdictRecord:
+        """Store ``record`` unless one is already stored (then that one wins), and publish the stored verdict."""
+        verdict = record.verdict
         stored = await self.stored_verdict(verdict, verdict.kind)
         if stored is None:
             await self.store.put_json(keys.verdict(verdict.run_id, verdict.epoch, verdict.segment_id,
-                                                   verdict.kind.value), verdict)
-            stored = verdict
-        await self.publish_verdict(stored)
+                                                   verdict.kind.value), record)
+            stored = record
+        await self.publish_verdict(stored.verdict)
         return stored
 
     async def publish_verdict(self, verdict: SegmentJudged) -> None:
@@ -119,8 +121,9 @@ class ScoreLedger:
         present = _ids_under(prefix, await self.store.list(prefix))
         if not {k.value for k in JudgeKind} <= present:
             return None
-        raws = await asyncio.gather(*(self.store.get_bytes(prefix + f"{k.value}.json") for k in JudgeKind))
-        return [SegmentJudged.model_validate_json(raw) for raw in raws]
+        raws = await asyncio.gather(*(self.store.get_bytes(keys.verdict(ref.run_id, ref.epoch, ref.segment_id,
+                                                                         k.value)) for k in JudgeKind))
+        return [VerdictRecord.model_validate_json(raw).verdict for raw in raws]
 
     def _combine(self, ref: SegmentRef, verdicts: list[SegmentJudged]) -> SegmentScored:
         dimensions: dict[str, float] = {}
@@ -142,14 +145,14 @@ class ScoreLedger:
         """Record why ``kind`` gave up on the segment; the epoch counts it as unjudged."""
         key = keys.unjudged_segment(ref.run_id, ref.epoch, ref.segment_id)
         try:
-            record = json.loads(await self.store.get_bytes(key))
+            record = UnjudgedRecord.model_validate_json(await self.store.get_bytes(key))
         except ObjectNotFound:
-            record = {"run_id": ref.run_id, "epoch": ref.epoch, "segment_id": ref.segment_id, "reasons": {}}
+            record = UnjudgedRecord(run_id=ref.run_id, epoch=ref.epoch, segment_id=ref.segment_id, reasons={})
         # Read-merge-write: two kinds dead-lettering the same segment at the same instant may keep only one
         # reason; the record exists either way, which is what the epoch count needs.
-        entry = {"reason": reason[:2000], "deliveries": deliveries}
-        if record.get("reasons", {}).get(kind) != entry:
-            record.setdefault("reasons", {})[kind] = entry
+        entry = UnjudgedReason(reason=reason[:RATIONALE_MAX_CHARS], deliveries=deliveries)
+        if record.reasons.get(kind) != entry:
+            record = record.model_copy(update={"reasons": {**record.reasons, kind: entry}})
             await self.store.put_json(key, record)
             log.error("segment %s is unjudged by the %s judge: %s", ref.segment_id, kind, reason[:300])
 

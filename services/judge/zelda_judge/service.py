@@ -36,6 +36,7 @@ from zelda_rlaif.http_server import serve_until_stopped
 from zelda_rlaif.logs import log_context
 from zelda_rlaif.storage import open_store
 from zelda_rlaif.subjects import judge_consumer, judge_dead_letter_consumer, judge_epoch_consumer
+from zelda_rlaif.verdicts import RATIONALE_MAX_CHARS, VerdictRecord
 
 log = logging.getLogger(__name__)
 
@@ -110,7 +111,7 @@ class JudgeService:
     async def _judge(self, event: SegmentExported) -> str:
         stored = await self.ledger.stored_verdict(event, self.kind)
         if stored is not None:  # a redelivery: the verdict survived, the ack did not
-            await self.ledger.publish_verdict(stored)
+            await self.ledger.publish_verdict(stored.verdict)
             return "reused"
         segment = await self.reader.load(event, key_frames=self.backend.key_frames)
         # JudgeBackendError propagates: the bus redelivers later, then dead-letters; no score is made up.
@@ -124,10 +125,10 @@ class JudgeService:
             model=self.backend.model,
             scores=judgement.scores,
             agreement=judgement.agreement,
-            votes=judgement.votes,
-            rationale=judgement.rationale[:2000],
+            votes=len(judgement.votes),
+            rationale=judgement.rationale[:RATIONALE_MAX_CHARS],
         )
-        await self.ledger.record_verdict(verdict)
+        await self.ledger.record_verdict(VerdictRecord(verdict=verdict, votes=list(judgement.votes)))
         return "judged"
 
     async def on_epoch(self, event: EpochExported, delivery: Delivery) -> None:

@@ -18,8 +18,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 from zelda_judge.kinds import KINDS
 from zelda_rlaif.events import JudgeKind
 from zelda_rlaif.llm import UnusableAnswer, json_object
+from zelda_rlaif.verdicts import Vote
 
-RATIONALE_MAX_CHARS = 400
+VOTE_RATIONALE_MAX_CHARS = 400
 
 
 class InvalidVote(ValueError):
@@ -35,7 +36,7 @@ class _VoteBase(BaseModel):
     @classmethod
     def _short(cls, value: Any) -> Any:
         # A long rationale is verbosity, not a wrong score: keep the vote, cut the text.
-        return value[:RATIONALE_MAX_CHARS] if isinstance(value, str) else value
+        return value[:VOTE_RATIONALE_MAX_CHARS] if isinstance(value, str) else value
 
 
 def _vote_model(kind: JudgeKind) -> type[_VoteBase]:
@@ -57,7 +58,7 @@ def json_schema(kind: JudgeKind) -> dict[str, Any]:
     }
     properties["rationale"] = {
         "type": "string",
-        "maxLength": RATIONALE_MAX_CHARS,
+        "maxLength": VOTE_RATIONALE_MAX_CHARS,
         "description": "one or two sentences citing the evidence",
     }
     return {
@@ -76,13 +77,6 @@ def response_format(kind: JudgeKind) -> dict[str, Any]:
     }
 
 
-@dataclass(frozen=True)
-class Vote:
-    scores: dict[str, float]
-    rationale: str
-    seed: int | None = None
-
-
 def parse_vote(kind: JudgeKind, content: str | None, seed: int | None = None) -> Vote:
     """Validate one answer; raise ``InvalidVote`` saying what was wrong with it."""
     try:
@@ -97,7 +91,8 @@ def parse_vote(kind: JudgeKind, content: str | None, seed: int | None = None) ->
             for e in exc.errors(include_url=False)
         )
         raise InvalidVote(f"scores out of range or missing: {problems}") from None
-    return Vote({d: float(getattr(vote, d)) for d in KINDS[kind].dimension_names}, vote.rationale, seed)
+    return Vote(scores={d: float(getattr(vote, d)) for d in KINDS[kind].dimension_names}, rationale=vote.rationale,
+                seed=seed)
 
 
 @dataclass(frozen=True)

@@ -1,10 +1,11 @@
 """RLlib callbacks: observe episodes and report through the metrics logger, nothing else.
 
-Metric names (under ``result["env_runners"]``):
+Metric names (under ``result["env_runners"]``); the episodes' own figures (returns, length, rooms, tiles,
+milestones) are not RLlib metrics: every env hands its finished episodes to the driver, which reports them for
+the whole epoch (``zelda_rlaif.episodes``).
 
 | name | meaning |
 |---|---|
-| ``zelda/rooms_visited`` | distinct rooms per episode (mean over the window) |
 | ``zelda/reward/<component>`` | sum of a reward component per episode (mean) |
 | ``zelda/room/<group>_<room>`` | episodes that entered that room, counted on entry (sum): the heat map |
 | ``zelda/guidance/<counter>`` | online guidance (when enabled): requests, answers, failures, stale, limited, |
@@ -38,13 +39,12 @@ class ZeldaCallbacks(RLlibCallback):
                 metrics_logger.log_value(f"zelda/room/{group}_{room}", 1, reduce="sum")
 
     def on_episode_end(self, *, episode: Any, metrics_logger: Any = None, **kwargs: Any) -> None:
-        summary = episode.get_infos(-1).get("episode")
-        if summary is None:  # an episode cut short by an env failure has no totals
+        totals = episode.get_infos(-1).get("episode")
+        if totals is None:  # an episode cut short by an env failure has no totals
             return
-        metrics_logger.log_value("zelda/rooms_visited", summary["rooms_visited"], reduce="mean", window=100)
-        for name, value in summary["components"].items():
+        for name, value in totals["components"].items():
             metrics_logger.log_value(f"zelda/reward/{name}", value, reduce="mean", window=100)
-        guidance = summary.get("guidance")
+        guidance = totals.get("guidance")
         if guidance:
             for name in GUIDANCE_COUNTERS:  # zeros too, so a counter that never moved still shows as 0
                 metrics_logger.log_value(f"zelda/guidance/{name}", guidance.get(name, 0), reduce="sum")

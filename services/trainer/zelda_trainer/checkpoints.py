@@ -1,4 +1,9 @@
-"""Per-epoch checkpoints in the object store, the best one kept apart, and resuming from the latest."""
+"""Per-epoch checkpoints in the object store, the best one kept apart, and resuming from the latest.
+
+The best checkpoint is ranked on figures every epoch with a finished episode has: the milestone score (the
+profile's quest progress), then, on a tie or for a profile without milestones, the mean env return (the
+shaping is left out: it changes with every reward model). An epoch without finished episodes is never the best.
+"""
 
 from __future__ import annotations
 
@@ -7,8 +12,9 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
+from zelda_rlaif.episodes import EpisodeStats
 from zelda_rlaif.storage import ObjectStore, keys
 
 log = logging.getLogger(__name__)
@@ -22,35 +28,67 @@ def fingerprint(module_state: dict[str, Any]) -> float:
                      if hasattr(value, "shape")))
 
 
+# The figures the best checkpoint is ranked on, most important first, under their metric names.
+RANKED_BY = ("milestone/score", "episode/return_env_mean")
+
+
 class CheckpointMetadata(BaseModel):
     run_id: str
     epoch: int
-    mean_return: float | None
     env_steps: int
-    episodes: int
     wall_time_s: float
     reward_model_epoch: int | None
     policy_fingerprint: float | None = None
+    stats: EpisodeStats = Field(description="the episodes that finished in the epoch")
+    best_by: str | None = Field(None, description="best/ only: the figure (a name of RANKED_BY) on which this "
+                                "epoch beat the previous best, or the first one for the first best")
+    best_value: float | None = Field(None, description="best/ only: its value")
+
+
+def ranking(stats: EpisodeStats) -> list[tuple[str, float]]:
+    """The figures of RANKED_BY that ``stats`` has (none without episodes), most important first."""
+    flat = stats.flat()
+    return [(name, flat[name]) for name in RANKED_BY if name in flat]
+
+
+def beats(candidate: EpisodeStats, best: EpisodeStats | None) -> tuple[str, float] | None:
+    """The figure on which ``candidate`` beats ``best``: the first of RANKED_BY where they differ, if the candidate
+    is higher there. None when it does not beat it (a tie keeps the earlier epoch) or has no episodes."""
+    figures = ranking(candidate)
+    if not figures:
+        return None
+    if best is None:
+        return figures[0]
+    rivals = dict(ranking(best))
+    for name, value in figures:
+        rival = rivals.get(name)
+        if rival is not None and value != rival:
+            return (name, value) if value > rival else None
+    return None
 
 
 def save(store: ObjectStore, algo: Any, meta: CheckpointMetadata) -> str:
-    """Save the algorithm for ``meta.epoch``; also copy it to ``best/`` when its mean return is the best."""
+    """Save the algorithm for ``meta.epoch``; also copy it to ``best/`` when it beats the best so far (``beats``)."""
     prefix = keys.checkpoint(meta.run_id, meta.epoch)
     with tempfile.TemporaryDirectory(prefix="zelda-ckpt-") as tmp:
         algo.save_to_path(tmp)
         store.upload_dir(Path(tmp), prefix)
         store.put_json(keys.checkpoint_metadata(prefix), meta)
         best_prefix = keys.best_checkpoint(meta.run_id)
-        best_meta = keys.checkpoint_metadata(best_prefix)
-        best = CheckpointMetadata.model_validate(store.get_json(best_meta)) if store.exists(best_meta) else None
-        if meta.mean_return is not None and (best is None or best.mean_return is None
-                                             or meta.mean_return > best.mean_return):
+        won = beats(meta.stats, _best_stats(store, keys.checkpoint_metadata(best_prefix)))
+        if won is not None:
             for old in list(store.list(best_prefix)):
                 store.delete(old)
             store.upload_dir(Path(tmp), best_prefix)
-            store.put_json(best_meta, meta)
-            log.info("epoch %d is the best so far (mean return %.3f)", meta.epoch, meta.mean_return)
+            best_by, best_value = won
+            store.put_json(keys.checkpoint_metadata(best_prefix),
+                           meta.model_copy(update={"best_by": best_by, "best_value": best_value}))
+            log.info("epoch %d is the best so far (%s %.3f)", meta.epoch, best_by, best_value)
     return prefix
+
+
+def _best_stats(store: ObjectStore, key: str) -> EpisodeStats | None:
+    return CheckpointMetadata.model_validate(store.get_json(key)).stats if store.exists(key) else None
 
 
 def latest(store: ObjectStore, run_id: str) -> CheckpointMetadata | None:

@@ -27,6 +27,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--envs-per-runner", type=int, help="emulators per env runner")
     parser.add_argument("--ray-address", help="existing Ray cluster (default: start a local Ray)")
     parser.add_argument("--shaping-mode", choices=["pipelined", "sync"], help="how epochs wait for reward models")
+    parser.add_argument("--tensorboard-dir", help="TensorBoard event files go to DIR/<run id>/; '' writes none "
+                        "(default: runs/tensorboard, ZELDA_TRAINER_TENSORBOARD_DIR)")
+    parser.add_argument("--mlflow-uri", help="also track the run in MLflow: a server's http:// URL or "
+                        "sqlite:////abs/path/mlflow.db (ZELDA_TRAINER_MLFLOW_URI; needs zelda-rlaif[mlflow])")
     parser.add_argument("--resume", action="store_true", help="continue the run from its latest checkpoint")
     parser.add_argument("--no-progress", action="store_true", help="no console progress bar")
 
@@ -42,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
 
     settings = load_settings(TrainerSettings, **flag_overrides(
         args, "run_id", "rom", "state", "epochs", "steps_per_epoch", "num_env_runners", "envs_per_runner",
-        "ray_address", "shaping_mode"))
+        "ray_address", "shaping_mode", "tensorboard_dir", "mlflow_uri"))
     configure_logging("trainer", settings.log)
     return run_service(partial(train, resume=args.resume, show_progress=not args.no_progress), settings)
 
@@ -53,6 +57,7 @@ async def train(settings: TrainerSettings, stop: asyncio.Event, *, resume: bool,
     Training has no stop point of its own, so a stop cancels it: Ray stops and NATS closes as they always did
     on Ctrl-C, and ``--resume`` continues from the last checkpoint.
     """
+    from zelda_trainer.progress import epoch_line
     from zelda_trainer.training import Trainer
 
     training = asyncio.create_task(Trainer(settings, resume=resume, show_progress=show_progress).run())
@@ -66,7 +71,8 @@ async def train(settings: TrainerSettings, stop: asyncio.Event, *, resume: bool,
         return INTERRUPTED
     summary = training.result()
     for report in summary.epochs:
-        print(f"epoch {report.epoch}: {report.env_steps} env steps, {report.segments} segments, "
-              f"mean return {report.mean_return}, rooms/episode {report.mean_rooms}")
-    print(f"run {summary.run_id}: {len(summary.rooms)} rooms visited across all envs")
+        print(epoch_line(report, summary.segments_exported[report.epoch]))
+    print(f"run {summary.run_id}: {summary.env_steps} env steps, {len(summary.rooms)} rooms visited across all envs")
+    if settings.tensorboard_dir is not None:
+        print(f"curves: tensorboard --logdir {settings.tensorboard_dir.resolve()}")
     return 0

@@ -1,4 +1,9 @@
-"""Read the numbers we care about out of an RLlib result dict (its nesting differs between versions)."""
+"""Read the numbers we care about out of an RLlib result dict (its nesting differs between versions).
+
+Only what RLlib counts itself (env steps, episodes) and what the callbacks log (reward components, the rooms
+heat map). The episodes' figures come from the envs, for the whole epoch (``zelda_rlaif.episodes``), not from
+RLlib's windowed means.
+"""
 
 from __future__ import annotations
 
@@ -28,20 +33,12 @@ def lifetime_episodes(result: dict[str, Any]) -> int:
     return int(value or 0)
 
 
-def mean_return(result: dict[str, Any]) -> float | None:
-    return _finite(_find(result, ("env_runners", "episode_return_mean")))
-
-
 def _finite(value: Any) -> float | None:
     """RLlib reports NaN for a window without finished episodes; events carry None (or nothing) instead."""
     if value is None:
         return None
     number = float(value)
     return number if math.isfinite(number) else None
-
-
-def mean_rooms(result: dict[str, Any]) -> float | None:
-    return _finite(_find(result, ("env_runners", "zelda/rooms_visited")))
 
 
 def reward_components(result: dict[str, Any]) -> dict[str, float]:

@@ -1,10 +1,17 @@
-"""The console progress bar: epoch, steps, env steps/s, mean episode return, rooms visited."""
+"""What the trainer prints: a progress bar per epoch (env steps, steps/s, the epoch's finished episodes so far)
+and one line per finished epoch from its ``EpochReport``."""
 
 from __future__ import annotations
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
+from zelda_rlaif.episodes import EpisodeStats, EpochReport
 from zelda_trainer.settings import TrainerSettings
+
+
+def epoch_line(report: EpochReport, segments: int) -> str:
+    return (f"epoch {report.epoch}: {report.epoch_env_steps} env steps in {report.wall_time_s:.0f} s "
+            f"({report.env_steps_per_s:.0f} steps/s), {segments} segments exported; {report.episodes.describe()}")
 
 
 class ConsoleProgress:
@@ -16,22 +23,27 @@ class ConsoleProgress:
         if enabled:
             self._progress = Progress(
                 TextColumn("[bold]epoch {task.fields[epoch]}"), BarColumn(), MofNCompleteColumn(),
-                TextColumn("{task.fields[rate]:>7.0f} steps/s  return {task.fields[ret]}  rooms {task.fields[rooms]}"),
+                TextColumn("{task.fields[rate]:>7.0f} steps/s  {task.fields[episodes]}  rooms {task.fields[rooms]}"),
                 TimeElapsedColumn(),
             )
             self._progress.start()
 
-    def update(self, epoch: int, epoch_steps: int, rate: float, mean_return: float | None, rooms: int) -> None:
+    def update(self, epoch: int, epoch_steps: int, rate: float, episodes: EpisodeStats, rooms: int) -> None:
+        """``episodes``: the epoch's finished episodes so far; ``rooms``: rooms seen in the run."""
         if self._progress is None:
             return
-        shown = "-" if mean_return is None else f"{mean_return:.2f}"
+        if episodes.count == 0:
+            shown = "no episode finished yet"
+        else:
+            score = "" if episodes.milestone_score is None else f"  milestones {episodes.milestone_score:.2f}"
+            shown = f"{episodes.count} episodes  env return {episodes.return_env_mean:.2f}{score}"
         if self._epoch != epoch:
             self._epoch = epoch
             self._task = self._progress.add_task("train", total=self.steps_per_epoch, epoch=epoch, rate=0.0,
-                                                 ret="-", rooms=0)
+                                                 episodes=shown, rooms=0)
         assert self._task is not None
-        self._progress.update(self._task, completed=min(epoch_steps, self.steps_per_epoch), rate=rate, ret=shown,
-                              rooms=rooms)
+        self._progress.update(self._task, completed=min(epoch_steps, self.steps_per_epoch), rate=rate,
+                              episodes=shown, rooms=rooms)
 
     def close(self) -> None:
         if self._progress is not None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from zelda_rlaif.bus import Bus, Delivery, run_consumer
@@ -25,10 +26,13 @@ class LoadedModel:
 
 
 class RewardModelFollower:
-    def __init__(self, bus: Bus, store: ObjectStore, run_id: str) -> None:
+    def __init__(self, bus: Bus, store: ObjectStore, run_id: str,
+                 on_update: Callable[[RewardModelUpdated], None] | None = None) -> None:
+        """``on_update``: called with each update of this run (the trackers log the epoch's judge scores then)."""
         self.bus = bus
         self.store = store
         self.run_id = run_id
+        self.on_update = on_update
         self.newest: LoadedModel | None = None
         self.updates: dict[int, RewardModelUpdated] = {}  # by the epoch the update answered
         self._changed = asyncio.Condition()
@@ -50,6 +54,8 @@ class RewardModelFollower:
         async with self._changed:
             self.updates[event.epoch] = event
             self._changed.notify_all()
+        if self.on_update is not None:
+            self.on_update(event)
 
     async def wait_for_epoch(self, epoch: int, timeout_s: float) -> RewardModelUpdated:
         """Sync mode: wait until the reward-model service has answered ``epoch``'s scores."""

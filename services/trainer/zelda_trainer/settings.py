@@ -5,13 +5,20 @@ that design learned too slowly for the test world on a CI budget: lr 3e-4 and a 
 find doorways within 16k steps (tests/trainer/test_learning.py: 7-8 rooms against 4 for random play, seeds
 0-2), and 4 SGD passes avoid over-fitting small batches; 2 passes did not learn within that budget. gamma,
 lambda, clip, vf_clip and entropy keep the original values. Every value can be set per run.
+
+Epochs are 16,384 env steps so that every epoch reports finished episodes: the default 2 x 8 emulators play
+1,024 steps each per epoch, more than one 600-step episode, so each emulator ends at least one episode in every
+epoch (at 8,192 steps, 512 each, the first epoch ended none and had no return, length or milestones to show).
+The trainer warns when the settings leave an emulator fewer steps per epoch than an episode.
 """
 
 from __future__ import annotations
 
+import os
 import uuid
 from enum import StrEnum
 from pathlib import Path
+from urllib.parse import urlparse
 
 from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -53,7 +60,8 @@ class TrainerSettings(BaseSettings):
     profile: str | None = Field(None, description="game profile; detected from the ROM header when unset")
     # The one default epoch count: `zelda-rlaif up`, docker compose and the Helm chart fall back to it.
     epochs: int = Field(3, ge=1, description="epochs to run")
-    steps_per_epoch: int = Field(8192, ge=64, description="env steps per epoch")
+    # The one default epoch size: `zelda-rlaif up` falls back to it (see the module docstring for why 16,384).
+    steps_per_epoch: int = Field(16384, ge=64, description="env steps per epoch")
     episode_steps: int = Field(600, ge=1, description="steps per episode (truncation)")
     segment_steps: int = Field(300, ge=10, description="steps per exported segment")
     export_fraction: float = Field(0.25, ge=0, le=1, description="fraction of episodes exported as segments")
@@ -77,6 +85,22 @@ class TrainerSettings(BaseSettings):
     live_fps: float = Field(15, gt=0, le=60, description="live frames per second")
     seed: int = Field(0, description="seed for envs and the learner")
     sound_emulated: bool = Field(False, description="emulate sound (slower; some Oracle scenes need it)")
+    # Evaluation in the driver (zelda_trainer.evaluation.during_training) while the env runners wait: ~0.9-1.4 s
+    # for 4 episodes and the GIF (~2.1-2.3 s the first time), 10-18% of a default epoch on 2 cores; hence every
+    # 5th epoch and the last, not every one.
+    eval_every_epochs: int = Field(5, ge=0, description="evaluate the policy after every N-th epoch and after the "
+                                   "last one; 0: never")
+    eval_episodes: int = Field(4, ge=1, le=1000, description="episodes per evaluation, on fixed evaluation seeds")
+    eval_greedy: bool = Field(False, description="evaluate the most likely actions instead of sampled ones")
+    eval_video: bool = Field(True, description="store a GIF of each evaluation's best episode")
+    # Curves outside the HUD (zelda_trainer.trackers): TensorBoard by default, MLflow when a URI is given.
+    tensorboard_dir: Path | None = Field(Path("runs/tensorboard"), description="TensorBoard event files go to "
+                                         "<this>/<run id>/ (`tensorboard --logdir` on this); empty: none")
+    mlflow_uri: str | None = Field(None, description="MLflow tracking URI, e.g. http://host:5000 or "
+                                   "sqlite:////abs/path/mlflow.db; unset: no MLflow (needs zelda-rlaif[mlflow])")
+    mlflow_experiment: str = Field("zelda-rlaif", min_length=1, description="MLflow experiment of the run")
+    final_scores_wait_s: float = Field(0, ge=0, description="after the last epoch, seconds to wait for its judge "
+                                       "scores and reward model so that the trackers log them too")
 
     ppo: PPOSettings = Field(default_factory=PPOSettings)
     rewards: RewardConfig = Field(default_factory=RewardConfig)
@@ -86,6 +110,22 @@ class TrainerSettings(BaseSettings):
     nats: NatsSettings = Field(default_factory=NatsSettings)
     store: StoreSettings = Field(default_factory=StoreSettings)
     log: LogSettings = Field(default_factory=LogSettings)
+
+    @field_validator("tensorboard_dir", "mlflow_uri", mode="before")
+    @classmethod
+    def _empty_is_none(cls, value: object) -> object:
+        return None if isinstance(value, str) and not value.strip() else value
+
+    @field_validator("mlflow_uri")
+    @classmethod
+    def _mlflow_store(cls, value: str | None) -> str | None:
+        file_store_allowed = os.environ.get("MLFLOW_ALLOW_FILE_STORE", "").lower() in {"1", "true"}
+        if value is not None and urlparse(value).scheme in {"", "file"} and not file_store_allowed:
+            # MLflow 3 refuses its file store (./mlruns) unless told otherwise: say so before training starts.
+            raise ValueError("MLflow 3 keeps local runs in a database, not a directory: give "
+                             "sqlite:////absolute/path/mlflow.db or a tracking server's http:// URL (or set "
+                             "MLFLOW_ALLOW_FILE_STORE=true to use its deprecated file store)")
+        return value
 
     @field_validator("profile")
     @classmethod

@@ -1,9 +1,11 @@
 """The trainer's epoch loop: train, announce exported segments, checkpoint, follow the reward model.
 
-One epoch = ``steps_per_epoch`` env steps of PPO iterations. After every iteration the driver announces the
-segments the env runners completed (``segment.exported``, after their objects are stored), publishes live
-metrics and ``progress.json``. At the end of an epoch it announces ``epoch.exported`` with the number of
-segments, saves a checkpoint and moves the env runners to the next epoch. Reward models arrive on
+One epoch = ``steps_per_epoch`` env steps of PPO iterations. After every iteration the driver takes from every
+env what it completed (one Ray call): it announces the stored segments (``segment.exported``, after their
+objects are stored), adds the finished episodes to the epoch's figures (``EpisodeStats``: every episode of the
+epoch, not RLlib's windowed means) and publishes live metrics and ``progress.json``. At the end of an epoch it
+stores the ``EpochReport`` (``keys.epoch_report``), announces ``epoch.exported`` with the number of segments,
+saves a checkpoint and moves the env runners to the next epoch. Reward models arrive on
 ``reward_model.updated``: in pipelined mode the newest is handed to every env between iterations; in sync
 mode epoch N+1 first waits for the model trained on epoch N.
 """
@@ -20,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from zelda_rlaif.bus import Bus
+from zelda_rlaif.episodes import EpisodeRecord, EpisodeStats, EpochReport
 from zelda_rlaif.events import EpochExported, LiveMetrics, SegmentExported
 from zelda_rlaif.game.emulator import BUNDLED_ROM
 from zelda_rlaif.game.profiles import get_profile
@@ -28,21 +31,14 @@ from zelda_rlaif.logs import log_context
 from zelda_rlaif.storage import ObjectStore, keys, open_store
 from zelda_rlaif.subjects import EPOCH_EXPORTED, LIVE_METRICS, SEGMENT_EXPORTED
 from zelda_trainer import checkpoints, metrics
-from zelda_trainer.progress import ConsoleProgress
+from zelda_trainer.evaluation.during_training import TrainingEvaluator
+from zelda_trainer.progress import ConsoleProgress, epoch_line
 from zelda_trainer.reward_models import LoadedModel, RewardModelFollower
 from zelda_trainer.settings import ShapingMode, TrainerSettings
+from zelda_trainer.trackers import RunStatus, open_trackers
+from zelda_trainer.training_env import Completed
 
 log = logging.getLogger(__name__)
-
-
-@dataclass
-class EpochReport:
-    epoch: int
-    env_steps: int
-    segments: int
-    mean_return: float | None
-    mean_rooms: float | None
-    reward_model_epoch: int | None
 
 
 @dataclass
@@ -50,6 +46,7 @@ class TrainingSummary:
     run_id: str
     start_epoch: int
     epochs: list[EpochReport] = field(default_factory=list)
+    segments_exported: dict[int, int] = field(default_factory=dict)  # epoch -> segments
     env_steps: int = 0
     rooms: list[tuple[int, int]] = field(default_factory=list)
     wall_time_s: float = 0.0
@@ -79,8 +76,13 @@ class Trainer:
         self.run_id = settings.run_id
         # The ROM is checked here, before Ray starts: against the configured profile, or to detect it.
         configured = get_profile(settings.profile) if settings.profile else None
-        self.profile = read_rom(settings.rom or BUNDLED_ROM, configured).profile.name
+        profile = read_rom(settings.rom or BUNDLED_ROM, configured).profile
+        self.profile = profile.name
+        self.milestone_names = [milestone.name for milestone in profile.milestones]
         self.store: ObjectStore = open_store(settings.store)
+        # Checked here too, before Ray starts: an MLflow URI without MLflow installed.
+        self.trackers = open_trackers(settings, self.store)
+        self.evaluator = TrainingEvaluator(settings, self.profile, self.store)
         self._announced: set[str] = set()
         self._rooms: set[tuple[int, int]] = set()
         self._applied_model: LoadedModel | None = None
@@ -94,17 +96,39 @@ class Trainer:
         started = time.monotonic()
         bus = await Bus.connect(self.settings.nats, name=f"trainer-{self.run_id}")
         await bus.provision()
-        follower = RewardModelFollower(bus, self.store, self.run_id)
+        follower = RewardModelFollower(bus, self.store, self.run_id, on_update=self.trackers.log_reward_model)
         stop = asyncio.Event()
         follow_task = asyncio.create_task(follower.run(stop))
+        self.trackers.start()
+        status: RunStatus = "FAILED"
         try:
             with log_context(run_id=self.run_id):
-                return await self._train(bus, follower, started)
+                summary = await self._train(bus, follower, started)
+                await self._wait_for_last_scores(follower, summary)
+            status = "FINISHED"
+            return summary
+        except asyncio.CancelledError:
+            status = "KILLED"
+            raise
         finally:
             stop.set()
             await follow_task
             await follower.close()
             await bus.close()
+            await asyncio.to_thread(self.trackers.close, status)
+
+    async def _wait_for_last_scores(self, follower: RewardModelFollower, summary: TrainingSummary) -> None:
+        """Wait up to ``final_scores_wait_s`` for the last epoch's reward model, so that the trackers log that
+        epoch's judge scores too (the consumer stops with the trainer)."""
+        wait_s = self.settings.final_scores_wait_s
+        if not summary.epochs or wait_s <= 0 or not self.trackers.names:
+            return
+        last = summary.epochs[-1].epoch
+        try:
+            await follower.wait_for_epoch(last, wait_s)
+        except TimeoutError:
+            log.warning("the reward model of epoch %d did not come within %.0fs: the trackers lack its judge scores",
+                        last, wait_s)
 
     async def _train(self, bus: Bus, follower: RewardModelFollower, started: float) -> TrainingSummary:
         from zelda_trainer.algorithm import set_learner_threads
@@ -114,15 +138,23 @@ class Trainer:
         start_epoch, algo = await asyncio.to_thread(self._build_or_restore)
         self._algo = algo
         summary = TrainingSummary(self.run_id, start_epoch)
+        self.evaluator.plan(start_epoch, self.settings.epochs)
         progress = ConsoleProgress(self.settings, enabled=self.show_progress)
+        if self.settings.steps_per_env_per_epoch < self.settings.episode_steps:
+            log.warning("each emulator plays ~%d steps per epoch, fewer than an episode (%d steps): some epochs will "
+                        "report no finished episode; raise ZELDA_TRAINER_STEPS_PER_EPOCH or lower "
+                        "ZELDA_TRAINER_EPISODE_STEPS", self.settings.steps_per_env_per_epoch,
+                        self.settings.episode_steps)
         try:
             for epoch in range(start_epoch, start_epoch + self.settings.epochs):
                 with log_context(epoch=epoch):
-                    report = await self._run_epoch(algo, bus, follower, epoch, progress)
+                    report, segments = await self._run_epoch(algo, bus, follower, epoch, progress)
                 summary.epochs.append(report)
+                summary.segments_exported[epoch] = segments
                 summary.env_steps = report.env_steps
         finally:
             progress.close()
+            self.evaluator.close()
             await asyncio.to_thread(algo.stop)
         summary.rooms = sorted(self._rooms)
         summary.wall_time_s = time.monotonic() - started
@@ -155,7 +187,8 @@ class Trainer:
         return latest.epoch + 1, algo
 
     async def _run_epoch(self, algo: Any, bus: Bus, follower: RewardModelFollower, epoch: int,
-                         progress: ConsoleProgress) -> EpochReport:
+                         progress: ConsoleProgress) -> tuple[EpochReport, int]:
+        """Returns the epoch's report and the number of segments it exported."""
         if self.settings.shaping_mode is ShapingMode.SYNC and epoch > 0:
             update = await follower.wait_for_epoch(epoch - 1, self.settings.sync_timeout_s)
             log.info("sync mode: epoch %d starts after the reward model update of epoch %d (accepted=%s)",
@@ -163,7 +196,9 @@ class Trainer:
         await asyncio.to_thread(self._foreach_env, "set_epoch", epoch)
         result: dict[str, Any] = {}
         start_steps = steps = self._env_steps
-        epoch_started = time.monotonic()
+        episodes: list[EpisodeRecord] = []
+        stats = EpisodeStats.of(episodes, self.milestone_names)
+        epoch_started = time.monotonic()  # after a sync-mode wait: steps/s measure training, not waiting
         while True:
             await self._apply_newest_model(follower)
             iteration_started = time.monotonic()
@@ -172,23 +207,39 @@ class Trainer:
             steps = self._env_steps = metrics.lifetime_env_steps(result)
             rate = (steps - before) / max(time.monotonic() - iteration_started, 1e-6)
             self._rooms.update(metrics.rooms_seen(result))
-            await self._announce_segments(bus, await asyncio.to_thread(self._stored_segments))
-            await self._publish_progress(bus, epoch, result, rate)
-            progress.update(epoch, steps - start_steps, rate, metrics.mean_return(result), len(self._rooms))
+            completed = await asyncio.to_thread(self._take_completed)
+            await self._announce_segments(bus, completed.segments)
+            if completed.episodes:
+                episodes += completed.episodes
+                stats = EpisodeStats.of(episodes, self.milestone_names)
+            await self._publish_progress(bus, epoch, steps, rate, stats, result)
+            progress.update(epoch, steps - start_steps, rate, stats, len(self._rooms))
             if steps - start_steps >= self.settings.steps_per_epoch:
                 break
         segments = await self._reconcile_segments(bus, epoch)
-        episodes = metrics.lifetime_episodes(result)
-        await bus.publish(EPOCH_EXPORTED, EpochExported(run_id=self.run_id, epoch=epoch, segments_exported=segments,
-                                                        env_steps=steps, episodes=episodes))
-        log.info("epoch %d exported: %d segments", epoch, segments)
+        wall_time_s = time.monotonic() - epoch_started
         model_epoch = self._applied_model.epoch if self._applied_model else None
+        report = EpochReport(
+            run_id=self.run_id, epoch=epoch, env_steps=steps, epoch_env_steps=steps - start_steps,
+            env_steps_per_s=(steps - start_steps) / max(wall_time_s, 1e-6), wall_time_s=wall_time_s,
+            reward_model_epoch=model_epoch, episodes=stats)
+        # Stored before epoch.exported, so whoever reacts to the event finds the report.
+        await asyncio.to_thread(self.store.put_json, keys.epoch_report(self.run_id, epoch), report)
+        await bus.publish(EPOCH_EXPORTED, EpochExported(run_id=self.run_id, epoch=epoch, segments_exported=segments,
+                                                        env_steps=steps, episodes=metrics.lifetime_episodes(result)))
+        log.info("%s", epoch_line(report, segments))
         meta = checkpoints.CheckpointMetadata(
-            run_id=self.run_id, epoch=epoch, mean_return=metrics.mean_return(result), env_steps=steps,
-            episodes=episodes, wall_time_s=time.monotonic() - epoch_started, reward_model_epoch=model_epoch,
-            policy_fingerprint=checkpoints.fingerprint(algo.get_module().get_state(inference_only=True)))
-        await asyncio.to_thread(checkpoints.save, self.store, algo, meta)
-        return EpochReport(epoch, steps, segments, meta.mean_return, metrics.mean_rooms(result), model_epoch)
+            run_id=self.run_id, epoch=epoch, env_steps=steps, wall_time_s=wall_time_s, reward_model_epoch=model_epoch,
+            policy_fingerprint=checkpoints.fingerprint(algo.get_module().get_state(inference_only=True)), stats=stats)
+        checkpoint = await asyncio.to_thread(checkpoints.save, self.store, algo, meta)
+        self.trackers.log_epoch(report, checkpoint)
+        if self.evaluator.due(epoch):
+            try:
+                await asyncio.to_thread(self.evaluator.evaluate, algo.get_module(), epoch, steps,
+                                        self._applied_model, self.trackers.log_eval)
+            except Exception:  # a report about the policy: its failure must not end hours of training
+                log.exception("evaluation of epoch %d failed; training goes on (zelda-rlaif eval can redo it)", epoch)
+        return report, segments
 
     async def _apply_newest_model(self, follower: RewardModelFollower) -> None:
         newest = follower.newest
@@ -214,10 +265,12 @@ class Trainer:
                 await self._announce_segments(bus, [missed])
         return len(manifests)
 
-    def _stored_segments(self) -> list[SegmentExported]:
-        """The segments the env runners' exporters stored since they were last asked (one Ray call)."""
-        return [segment for segments_of_env in self._foreach_env("take_stored_segments")
-                for segment in segments_of_env]
+    def _take_completed(self) -> Completed:
+        """The segments the envs stored and the episodes they finished since they were last asked (one Ray
+        call)."""
+        of_envs: list[Completed] = self._foreach_env("take_completed")
+        return Completed(segments=[segment for env in of_envs for segment in env.segments],
+                         episodes=[episode for env in of_envs for episode in env.episodes])
 
     async def _announce_segments(self, bus: Bus, segments: list[SegmentExported]) -> None:
         """Publish ``segment.exported`` for each stored segment not yet announced: its manifest, as it is."""
@@ -228,12 +281,12 @@ class Trainer:
             await bus.publish(SEGMENT_EXPORTED, segment)
             self._announced.add(key)
 
-    async def _publish_progress(self, bus: Bus, epoch: int, result: dict[str, Any], rate: float) -> None:
+    async def _publish_progress(self, bus: Bus, epoch: int, steps: int, rate: float, episodes: EpisodeStats,
+                                result: dict[str, Any]) -> None:
         live = LiveMetrics(
-            run_id=self.run_id, epoch=epoch, env_steps=metrics.lifetime_env_steps(result),
-            episodes=metrics.lifetime_episodes(result), env_steps_per_s=rate,
-            mean_episode_return=metrics.mean_return(result), reward_components=metrics.reward_components(result),
-            rooms_visited=sorted(self._rooms), segments_exported=len(self._announced),
+            run_id=self.run_id, epoch=epoch, env_steps=steps, env_steps_per_s=rate, episodes=episodes,
+            reward_components=metrics.reward_components(result), rooms_visited=sorted(self._rooms),
+            segments_exported=len(self._announced),
             reward_model_epoch=self._applied_model.epoch if self._applied_model else None)
         await bus.publish_live(LIVE_METRICS.subject, live)
         await asyncio.to_thread(self.store.put_json, keys.progress(self.run_id), live)

@@ -13,6 +13,7 @@ from typing import Any, ClassVar
 import gymnasium as gym
 import numpy as np
 
+from zelda_rlaif.episodes import EpisodeRecord
 from zelda_rlaif.events import SegmentExported
 from zelda_rlaif.game.env import ZeldaEnv
 from zelda_rlaif.storage import open_store
@@ -21,20 +22,31 @@ from zelda_trainer.export import SegmentExporter
 from zelda_trainer.live import LiveStream
 
 
+@dataclass(frozen=True)
+class Completed:
+    """What one env completed since the driver last asked: stored segments (to announce) and finished episodes
+    (for the epoch's figures, ``EpisodeStats``). The driver takes it after every training iteration."""
+
+    segments: list[SegmentExported]
+    episodes: list[EpisodeRecord]
+
+
 @dataclass
 class EpisodeTally:
-    """What the RLlib callbacks report about an episode, summed inside the env (see ``TrainingEnv.step``)."""
+    """What the RLlib callbacks report about an episode (reward components, guidance counters, the rooms it enters
+    first: the heat map), summed inside the env (see ``TrainingEnv.step``). The episode's own figures are
+    ``ZeldaEnv.episode_record()``."""
 
     components: dict[str, float] = field(default_factory=dict)
     guidance: dict[str, int] = field(default_factory=dict)
-    rooms_visited: int = 1  # the start room
+    rooms_visited: int = 1  # the start room; a larger count in the state record means a room entered first
     new_rooms: list[tuple[int, int]] = field(default_factory=list)
 
-    def summary(self) -> dict[str, Any]:
-        summary: dict[str, Any] = {"rooms_visited": self.rooms_visited, "components": self.components}
+    def totals(self) -> dict[str, Any]:
+        totals: dict[str, Any] = {"components": self.components}
         if self.guidance:
-            summary["guidance"] = self.guidance
-        return summary
+            totals["guidance"] = self.guidance
+        return totals
 
 
 class TrainingEnv(gym.Wrapper[Any, int, Any, int]):
@@ -53,6 +65,7 @@ class TrainingEnv(gym.Wrapper[Any, int, Any, int]):
         self.exporter: SegmentExporter | None = None
         self.live: LiveStream | None = None
         self.tally = EpisodeTally()
+        self._finished_episodes: list[EpisodeRecord] = []  # since the driver last took them
 
     def attach(self, worker_index: int, vector_index: int) -> None:
         """Name this env (``w<worker>v<slot>``, unique within a run) and open its exporter and live stream."""
@@ -109,7 +122,8 @@ class TrainingEnv(gym.Wrapper[Any, int, Any, int]):
         if tally.new_rooms:
             news["new_rooms"], tally.new_rooms = tally.new_rooms, []
         if terminated or truncated:
-            news["episode"] = tally.summary()
+            news["episode"] = tally.totals()
+            self._finished_episodes.append(self.zelda.episode_record())
         return obs, float(reward), terminated, truncated, news
 
     def close(self) -> None:
@@ -124,8 +138,11 @@ class TrainingEnv(gym.Wrapper[Any, int, Any, int]):
         if self.exporter is not None:
             self.exporter.set_epoch(epoch)
 
-    def take_stored_segments(self) -> list[SegmentExported]:
-        return self.exporter.take_stored_segments() if self.exporter is not None else []
+    def take_completed(self) -> Completed:
+        """The segments stored and the episodes finished since the last call (each handed over once)."""
+        episodes, self._finished_episodes = self._finished_episodes, []
+        segments = self.exporter.take_stored_segments() if self.exporter is not None else []
+        return Completed(segments=segments, episodes=episodes)
 
     def set_reward_model(self, model_bytes: bytes | None, model_epoch: int | None) -> None:
         from zelda_rlaif.reward_model.potential import Potential

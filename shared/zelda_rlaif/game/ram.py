@@ -47,6 +47,8 @@ def _field_source(profile: GameProfile, field: RamField) -> str:
             return "(" + " + ".join(f"m[{a + i}].bit_count()" for i in range(size)) + ")"
         case Encoding.SUM:
             return "(" + " + ".join(f"m[{a + i}]" for i in range(size)) + ")"
+        case Encoding.BIT:
+            return f"(1 if m[{a}] & {field.mask} else 0)"
         case Encoding.ROOM_FLAGS:  # indirect: the current group picks the table, the current room the entry
             group, room = _field_source(profile, profile.ram["group"]), _field_source(profile, profile.ram["room"])
             return f"room_flag(m, room_tables, {group}, {room}, {field.mask})"
@@ -60,11 +62,18 @@ def _compile(profile: GameProfile, expression: str) -> Callable[[Memory], Any]:
 
 
 class RamDecoder:
-    """Reads the ``GameState`` fields (and enemy positions) of one profile."""
+    """Reads the ``GameState`` fields (and enemy positions) of one profile, and the profile-only fields its
+    milestones read."""
 
     def __init__(self, profile: GameProfile) -> None:
         self.profile = profile
         fields = {name: profile.ram[name] for name in STATE_FIELDS if name in profile.ram}
+        for milestone in profile.milestones:
+            for name in milestone.reads:
+                if name not in profile.ram:
+                    raise ValueError(f"milestone {milestone.name!r} of profile {profile.name} reads {name!r}, "
+                                     "which its RAM map lacks: add the field to the profile's ram")
+                fields[name] = profile.ram[name]
         self.fields = tuple(fields)  # the keys of every record, in order
         display = ", ".join(f"{name!r}: {_field_source(profile, field)}" for name, field in fields.items())
         # ``raw(memory)``: every mapped state field as an integer (the cheap form used inside a step). It is the

@@ -5,22 +5,24 @@ Layout (one bucket or directory; prefixes keep the original design's separation 
     episodes/{run}/epoch_{N}/{segment}/manifest.json
     episodes/{run}/epoch_{N}/{segment}/states.jsonl
     episodes/{run}/epoch_{N}/{segment}/frames/{step:06d}.png
-    scores/{run}/epoch_{N}/verdicts/{segment}/{kind}.json
+    scores/{run}/epoch_{N}/verdicts/{segment}/{kind}.json     (VerdictRecord: the verdict and its votes)
     scores/{run}/epoch_{N}/scored/{segment}.json
-    scores/{run}/epoch_{N}/unjudged/{segment}.json
+    scores/{run}/epoch_{N}/unjudged/{segment}.json          (UnjudgedRecord)
     scores/{run}/epoch_{N}/scores.jsonl
     models/{run}/reward_model/epoch_{N}/rm.pt            (+ metadata.json)
     models/{run}/checkpoints/epoch_{N}/...               (+ zelda-checkpoint.json)
     models/{run}/checkpoints/best/...                    (+ zelda-checkpoint.json)
     pipeline/{run}/progress.json
     pipeline/{run}/epochs/epoch_{N}.json                 (the epoch's EpochReport)
+    pipeline/{run}/evaluations/epoch_{N}.json            (the trainer's EvalReport of the epoch's policy)
+    pipeline/{run}/evaluations/epoch_{N}.gif             (its best episode)
 """
 
 from __future__ import annotations
 
 import re
 
-_EPOCH_DIR = re.compile(r"epoch_(\d+)$")
+_EPOCH_PART = re.compile(r"epoch_(\d+)(?:\.json)?$")  # a directory epoch_N/ or a file epoch_N.json
 
 
 def _epoch(epoch: int) -> str:
@@ -32,8 +34,13 @@ def _epoch(epoch: int) -> str:
 # Episodes and segments
 
 
+def run_segments(run_id: str) -> str:
+    """Every epoch's segments of a run (list it to find which epoch a segment belongs to)."""
+    return f"episodes/{run_id}/"
+
+
 def epoch_segments(run_id: str, epoch: int) -> str:
-    return f"episodes/{run_id}/{_epoch(epoch)}/"
+    return f"{run_segments(run_id)}{_epoch(epoch)}/"
 
 
 def segment_prefix(run_id: str, epoch: int, segment_id: str) -> str:
@@ -77,11 +84,16 @@ def epoch_scores_prefix(run_id: str, epoch: int) -> str:
 
 
 def verdict(run_id: str, epoch: int, segment_id: str, kind: str) -> str:
-    return f"{epoch_scores_prefix(run_id, epoch)}verdicts/{segment_id}/{kind}.json"
+    return f"{verdicts_of_segment(run_id, epoch, segment_id)}{kind}.json"
+
+
+def epoch_verdicts(run_id: str, epoch: int) -> str:
+    """Every verdict of an epoch, of every segment and kind."""
+    return f"{epoch_scores_prefix(run_id, epoch)}verdicts/"
 
 
 def verdicts_of_segment(run_id: str, epoch: int, segment_id: str) -> str:
-    return f"{epoch_scores_prefix(run_id, epoch)}verdicts/{segment_id}/"
+    return f"{epoch_verdicts(run_id, epoch)}{segment_id}/"
 
 
 def scored_segment(run_id: str, epoch: int, segment_id: str) -> str:
@@ -147,9 +159,9 @@ def checkpoint_metadata(checkpoint_prefix: str) -> str:
 
 
 def epoch_of(prefix_or_key: str) -> int | None:
-    """The epoch number a ``.../epoch_N/...`` key refers to, if any."""
+    """The epoch number a ``.../epoch_N/...`` or ``.../epoch_N.json`` key refers to, if any."""
     for part in reversed(prefix_or_key.rstrip("/").split("/")):
-        match = _EPOCH_DIR.match(part)
+        match = _EPOCH_PART.match(part)
         if match:
             return int(match.group(1))
     return None
@@ -168,3 +180,15 @@ def epoch_report(run_id: str, epoch: int) -> str:
 
 def epoch_reports(run_id: str) -> str:
     return f"pipeline/{run_id}/epochs/"
+
+
+def evaluations(run_id: str) -> str:
+    return f"pipeline/{run_id}/evaluations/"
+
+
+def evaluation(run_id: str, epoch: int) -> str:
+    return f"{evaluations(run_id)}{_epoch(epoch)}.json"
+
+
+def evaluation_video(run_id: str, epoch: int) -> str:
+    return f"{evaluations(run_id)}{_epoch(epoch)}.gif"

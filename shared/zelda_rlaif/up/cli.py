@@ -8,7 +8,6 @@ the reward-model service and the HUD. External NATS / S3 / LLM endpoints can be 
 from __future__ import annotations
 
 import argparse
-import json
 import socket
 import uuid
 from pathlib import Path
@@ -22,8 +21,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     # subcommand's --help and break the slim judge and HUD images, which build this parser too.
     parser.add_argument("--epochs", type=int,
                         help="epochs of the whole loop (default: the trainer's own, TrainerSettings.epochs)")
-    # 16 emulators x 1,024 steps: up to 3 segments each per epoch, enough pairs for a first reward model.
-    parser.add_argument("--steps-per-epoch", type=int, default=16384, help="env steps per epoch (default: 16384)")
+    parser.add_argument("--steps-per-epoch", type=int,
+                        help="env steps per epoch (default: the trainer's own, TrainerSettings.steps_per_epoch)")
     parser.add_argument("--env-runners", type=int, default=2, help="Ray env runners (default: 2)")
     parser.add_argument("--export-fraction", type=float, default=1.0,
                         help="fraction of episodes exported for judging (default: 1.0; judging is cheap locally)")
@@ -36,6 +35,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--nats-url", help="use this NATS instead of an embedded one")
     parser.add_argument("--store-url", help="use this store (e.g. s3://bucket/prefix; credentials from ZELDA_STORE_*)")
     parser.add_argument("--hud-port", type=int, default=0, help="HUD port (default: a free one)")
+    parser.add_argument("--tensorboard-dir", type=Path,
+                        help="TensorBoard event files go to DIR/<run id>/ (default: RUN_DIR/tensorboard)")
+    parser.add_argument("--mlflow-uri", help="also track the run in MLflow: a server's http:// URL or "
+                        "sqlite:////abs/path/mlflow.db (needs zelda-rlaif[mlflow])")
     parser.add_argument("--resume", action="store_true",
                         help="continue the latest run in --run-dir from its checkpoint")
     parser.add_argument("--finish-timeout", type=float, default=600,
@@ -50,6 +53,7 @@ def free_port() -> int:
 
 def run(args: argparse.Namespace) -> int:
     from zelda_rlaif.errors import SettingsError
+    from zelda_rlaif.up.run_dir import RUN_FILE, run_id_of, write_run_file
     from zelda_rlaif.up.supervisor import UpOptions, run_up
     from zelda_trainer.settings import TrainerSettings
 
@@ -64,24 +68,32 @@ def run(args: argparse.Namespace) -> int:
         read_rom(args.rom)
         if not args.state.is_file():
             raise SettingsError(f"no save state at {args.state}: give a PyBoy .state file of this ROM")
+    if args.mlflow_uri:
+        from zelda_trainer.trackers.mlflow_run import require_mlflow
+
+        require_mlflow()
     run_dir: Path = args.run_dir.resolve()
-    run_file = run_dir / "run.json"
     if args.resume:
-        if not run_file.exists():
+        if not (run_dir / RUN_FILE).exists():
             raise SettingsError(f"nothing to resume in {run_dir}: run without --resume first")
-        run_id = json.loads(run_file.read_text())["run_id"]
+        try:
+            run_id = run_id_of(run_dir)
+        except ValueError as exc:
+            raise SettingsError(str(exc)) from None
     else:
-        # Runs share the directory's store (every key starts with the run id); run.json names the latest,
+        # Runs share the directory's store (every key starts with the run id); the run file names the latest,
         # which is the one --resume continues.
         run_id = args.run_id or f"run-{uuid.uuid4().hex[:8]}"
-        run_dir.mkdir(parents=True, exist_ok=True)
-        run_file.write_text(json.dumps({"run_id": run_id}))
+        write_run_file(run_dir, run_id)
     options = UpOptions(
-        run_id=run_id, run_dir=run_dir, steps_per_epoch=args.steps_per_epoch,
+        run_id=run_id, run_dir=run_dir,
+        steps_per_epoch=(args.steps_per_epoch if args.steps_per_epoch is not None
+                         else TrainerSettings.model_fields["steps_per_epoch"].default),
         epochs=args.epochs if args.epochs is not None else TrainerSettings.model_fields["epochs"].default,
         env_runners=args.env_runners, export_fraction=args.export_fraction, rom=args.rom, state=args.state,
         shaping_mode=args.shaping_mode,
         llm_url=args.llm_url, llm_model=args.llm_model, nats_url=args.nats_url, store_url=args.store_url,
         hud_port=args.hud_port or free_port(), resume=args.resume, finish_timeout_s=args.finish_timeout,
+        tensorboard_dir=(args.tensorboard_dir or run_dir / "tensorboard").resolve(), mlflow_uri=args.mlflow_uri,
     )
     return run_up(options)

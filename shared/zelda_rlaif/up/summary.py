@@ -1,4 +1,8 @@
-"""The end-of-run summary of ``zelda-rlaif up`` (printed, and saved as ``summary.json`` in the run directory)."""
+"""The end-of-run summary of ``zelda-rlaif up`` (printed, and saved as ``summary.json`` in the run directory).
+
+Per epoch: what the agent did (its ``EpochReport``: env steps, steps/s, the episodes' returns, length, rooms,
+tiles and milestones) and what the pipeline did with it (segments, judging, the reward model).
+"""
 
 from __future__ import annotations
 
@@ -7,13 +11,15 @@ import statistics
 from datetime import UTC, datetime
 from pathlib import Path
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, Field, ValidationError
 from rich.console import Console
 from rich.table import Table
 
+from zelda_rlaif.episodes import EpochReport
 from zelda_rlaif.errors import ObjectNotFound
 from zelda_rlaif.events import LiveMetrics
 from zelda_rlaif.storage import ObjectStore, keys
+from zelda_rlaif.up import figures
 from zelda_rlaif.up.watch import PipelineWatch
 
 log = logging.getLogger(__name__)
@@ -21,6 +27,7 @@ log = logging.getLogger(__name__)
 
 class EpochSummary(BaseModel):
     epoch: int
+    report: EpochReport | None = Field(description="the trainer's report of the epoch; None if it never stored one")
     segments_exported: int
     segments_scored: int
     segments_unjudged: int
@@ -63,6 +70,7 @@ def build_summary(run_id: str, run_dir: Path, store: ObjectStore, watch: Pipelin
         model = watch.reward_models.get(epoch)
         rows.append(EpochSummary(
             epoch=epoch,
+            report=watch.reports.get(epoch) or _report(store, run_id, epoch),
             segments_exported=exported.segments_exported if exported else watch.exported[epoch],
             segments_scored=len(scores),
             segments_unjudged=sum(1 for _ in store.list(keys.unjudged_segments(run_id, epoch))),
@@ -84,9 +92,50 @@ def build_summary(run_id: str, run_dir: Path, store: ObjectStore, watch: Pipelin
     )
 
 
+def _report(store: ObjectStore, run_id: str, epoch: int) -> EpochReport | None:
+    try:
+        return EpochReport.model_validate(store.get_json(keys.epoch_report(run_id, epoch)))
+    except ObjectNotFound:
+        return None
+
+
 def print_summary(summary: RunSummary, console: Console) -> None:
+    console.print(agent_table(summary))
+    console.print(pipeline_table(summary))
+    for when, what in summary.timeline:
+        console.print(f"  {when}  {what}")
+    console.print(f"artifacts: store {summary.store}; logs {summary.logs}; summary {summary.run_dir}/summary.json")
+
+
+def agent_table(summary: RunSummary) -> Table:
+    """What the agent did, epoch by epoch: returns of the env reward and of the shaping (mean, median), episode
+    length, rooms and tiles per episode, the milestones' score and who reached them."""
     table = Table(title=f"run {summary.run_id}: {summary.env_steps} env steps, "
-                        f"{len(summary.rooms_visited)} rooms visited, {summary.dead_letters} dead letters")
+                        f"{len(summary.rooms_visited)} rooms visited in all")
+    for column in ("epoch", "env steps", "steps/s", "episodes", "env return (median)", "shaping return",
+                   "length", "rooms", "tiles", "milestones"):
+        table.add_column(column)
+    for row in summary.epochs:
+        report = row.report
+        if report is None:
+            table.add_row(str(row.epoch), "no report")
+            continue
+        stats = report.episodes
+        head = (str(row.epoch), str(report.env_steps), f"{report.env_steps_per_s:.0f}", figures.episodes(stats))
+        if stats.count == 0:
+            table.add_row(*head)
+            continue
+        table.add_row(
+            *head,
+            f"{figures.number(stats.return_env_mean)} ({figures.number(stats.return_env_median)})",
+            figures.number(stats.return_shaping_mean), figures.number(stats.length_mean, 0),
+            figures.number(stats.rooms_mean, 1), figures.number(stats.tiles_mean, 0), figures.milestones(stats))
+    return table
+
+
+def pipeline_table(summary: RunSummary) -> Table:
+    """What the judges and the reward model made of each epoch."""
+    table = Table(title=f"judging and reward models: {summary.dead_letters} dead letters")
     for column in ("epoch", "segments", "scored", "unjudged", "mean score", "scores.ready", "reward model"):
         table.add_column(column)
     for row in summary.epochs:
@@ -100,7 +149,4 @@ def print_summary(summary: RunSummary, console: Console) -> None:
                       str(row.segments_unjudged),
                       "-" if row.mean_combined_score is None else f"{row.mean_combined_score:.3f}",
                       str(row.scores_ready_events), model)
-    console.print(table)
-    for when, what in summary.timeline:
-        console.print(f"  {when}  {what}")
-    console.print(f"artifacts: store {summary.store}; logs {summary.logs}; summary {summary.run_dir}/summary.json")
+    return table

@@ -14,11 +14,14 @@ from rich.table import Table
 
 from zelda_rlaif.bus import Bus
 from zelda_rlaif.embedded_nats import EmbeddedNats
+from zelda_rlaif.episodes import EpochReport
 from zelda_rlaif.errors import ZeldaRlaifError
-from zelda_rlaif.events import JudgeKind
+from zelda_rlaif.events import JudgeKind, LiveMetrics
 from zelda_rlaif.settings import NatsSettings, StoreSettings, load_settings
-from zelda_rlaif.storage import open_store
+from zelda_rlaif.storage import ObjectStore, open_store
+from zelda_rlaif.up import figures
 from zelda_rlaif.up.processes import ServiceProcess
+from zelda_rlaif.up.run_dir import SUMMARY_FILE
 from zelda_rlaif.up.summary import build_summary, print_summary
 from zelda_rlaif.up.watch import PipelineWatch
 
@@ -41,6 +44,8 @@ class UpOptions:
     hud_port: int
     resume: bool
     finish_timeout_s: float
+    tensorboard_dir: Path | None = None  # None: no TensorBoard event files
+    mlflow_uri: str | None = None
 
 
 class ServiceFailed(ZeldaRlaifError):
@@ -58,7 +63,10 @@ def service_processes(options: UpOptions, nats_url: str, store_url: str) -> list
                           "ZELDA_JUDGE_LLM_MODEL": options.llm_model or ""})
     trainer_args = ["trainer", "--run-id", options.run_id, "--epochs", str(options.epochs),
                     "--steps-per-epoch", str(options.steps_per_epoch), "--env-runners", str(options.env_runners),
-                    "--shaping-mode", options.shaping_mode, "--no-progress"]
+                    "--shaping-mode", options.shaping_mode, "--tensorboard-dir", str(options.tensorboard_dir or ""),
+                    "--no-progress"]
+    if options.mlflow_uri:
+        trainer_args += ["--mlflow-uri", options.mlflow_uri]
     if options.rom:
         trainer_args += ["--rom", str(options.rom.resolve())]
     if options.state:
@@ -75,24 +83,35 @@ def service_processes(options: UpOptions, nats_url: str, store_url: str) -> list
         ServiceProcess("hud", ["hud", "--port", str(options.hud_port), "--run-id", options.run_id], common,
                        logs / "hud.log"),
         # SIGINT lets the trainer unwind (stop Ray, close NATS) like a Ctrl-C would.
-        ServiceProcess("trainer", trainer_args, common, logs / "trainer.log", stop_signal=signal.SIGINT),
+        # After its last epoch the trainer waits, as long as `up` does, for that epoch's judge scores and reward
+        # model: its trackers log them too.
+        ServiceProcess("trainer", trainer_args,
+                       {**common, "ZELDA_TRAINER_FINAL_SCORES_WAIT_S": str(options.finish_timeout_s)},
+                       logs / "trainer.log", stop_signal=signal.SIGINT),
     ]
     return processes
 
 
 def progress_table(options: UpOptions, watch: PipelineWatch, processes: list[ServiceProcess]) -> Table:
+    """One row per epoch: env steps, steps/s and the finished episodes from the epoch's report once it ended (from
+    the live metrics while it runs), then the pipeline's counts."""
     table = Table(title=f"zelda-rlaif up: run {options.run_id}  HUD http://127.0.0.1:{options.hud_port}/")
-    for column in ("epoch", "env steps", "steps/s", "exported", *(f"judged {kind}" for kind in JudgeKind), "scored",
-                   "scores ready", "reward model acc."):
+    for column in ("epoch", "env steps", "steps/s", "episodes", "env return", "milestone score", "exported",
+                   *(f"judged {kind}" for kind in JudgeKind), "scored", "scores ready", "reward model acc."):
         table.add_column(column)
     metrics = watch.metrics
     epochs = sorted(set(watch.exported) | set(watch.epochs_exported) | ({metrics.epoch} if metrics else set()))
     for epoch in epochs:
-        live = metrics if metrics and metrics.epoch == epoch else None
+        # Both carry env steps, steps/s and episode figures: the report for the epoch, the metrics so far.
+        agent: EpochReport | LiveMetrics | None = watch.reports.get(epoch) or (
+            metrics if metrics and metrics.epoch == epoch else None)
         model = watch.reward_models.get(epoch)
         accuracy = "-" if model is None or model.validation_accuracy is None else f"{model.validation_accuracy:.2f}"
         table.add_row(
-            str(epoch), str(live.env_steps) if live else "", f"{live.env_steps_per_s:.0f}" if live else "",
+            str(epoch),
+            *(("",) * 5 if agent is None else (
+                str(agent.env_steps), f"{agent.env_steps_per_s:.0f}", figures.episodes(agent.episodes),
+                figures.number(agent.episodes.return_env_mean), figures.number(agent.episodes.milestone_score))),
             str(watch.exported[epoch]),
             *(str(watch.judged[(epoch, kind.value)]) for kind in JudgeKind),
             str(watch.scored[epoch]), "yes" if epoch in watch.scores_ready else "",
@@ -103,7 +122,8 @@ def progress_table(options: UpOptions, watch: PipelineWatch, processes: list[Ser
     return table
 
 
-async def supervise(options: UpOptions, nats_url: str, store_url: str, console: Console) -> PipelineWatch:
+async def supervise(options: UpOptions, nats_url: str, store_url: str, store: ObjectStore,
+                    console: Console) -> PipelineWatch:
     bus = await Bus.connect(NatsSettings(url=nats_url), name="zelda-rlaif-up")
     await bus.provision()
     watch = PipelineWatch(options.run_id)
@@ -123,6 +143,7 @@ async def supervise(options: UpOptions, nats_url: str, store_url: str, console: 
             finish_deadline: float | None = None
             while not stop_requested.is_set():
                 await asyncio.sleep(0.5)
+                await watch.read_reports(store)
                 live.update(progress_table(options, watch, processes))
                 crashed = [p for p in processes if p is not trainer and not p.running]
                 if crashed:
@@ -174,11 +195,15 @@ def run_up(options: UpOptions) -> int:
     console.print(f"run [bold]{options.run_id}[/] in {options.run_dir}")
     console.print(f"HUD: [bold]http://127.0.0.1:{options.hud_port}/[/]   NATS: {nats_url}   store: {store.url}")
     try:
-        watch = asyncio.run(supervise(options, nats_url, store_url, console))
+        watch = asyncio.run(supervise(options, nats_url, store_url, store, console))
     finally:
         if embedded is not None:
             embedded.stop()
     summary = build_summary(options.run_id, options.run_dir, store, watch, options.hud_port)
-    (options.run_dir / "summary.json").write_text(summary.model_dump_json(indent=2))
+    (options.run_dir / SUMMARY_FILE).write_text(summary.model_dump_json(indent=2))
     print_summary(summary, console)
+    if options.tensorboard_dir is not None:
+        console.print(f"curves: tensorboard --logdir {options.tensorboard_dir}")
+    if options.mlflow_uri:
+        console.print(f"MLflow: run {options.run_id} at {options.mlflow_uri}")
     return 0

@@ -1,4 +1,5 @@
-"""What ``zelda-rlaif up`` shows and summarises: counts and a timeline read off the bus.
+"""What ``zelda-rlaif up`` shows and summarises: counts and a timeline read off the bus, and each ended epoch's
+``EpochReport`` read from the store.
 
 It only listens, so it never takes work from the services: pipeline events through an ephemeral ordered
 JetStream consumer (so a fact published twice and de-duplicated by JetStream is counted once, as the services
@@ -7,6 +8,7 @@ see it), live metrics on core NATS.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections import Counter
@@ -15,6 +17,8 @@ from dataclasses import dataclass, field
 from nats.aio.subscription import Subscription
 
 from zelda_rlaif.bus import Bus, InvalidMessage, Router
+from zelda_rlaif.episodes import EpochReport
+from zelda_rlaif.errors import ObjectNotFound
 from zelda_rlaif.events import (
     DeadLetter,
     EpochExported,
@@ -25,6 +29,7 @@ from zelda_rlaif.events import (
     SegmentJudged,
     SegmentScored,
 )
+from zelda_rlaif.storage import ObjectStore, keys
 from zelda_rlaif.subjects import (
     DEAD_LETTER,
     EPOCH_EXPORTED,
@@ -50,7 +55,8 @@ class PipelineWatch:
     epochs_exported: dict[int, EpochExported] = field(default_factory=dict)
     scores_ready: dict[int, list[ScoresReady]] = field(default_factory=dict)
     reward_models: dict[int, RewardModelUpdated] = field(default_factory=dict)
-    metrics: LiveMetrics | None = None
+    metrics: LiveMetrics | None = None  # the latest: the running epoch so far
+    reports: dict[int, EpochReport] = field(default_factory=dict)  # ended epochs
     models_loaded: dict[int, float] = field(default_factory=dict)  # model epoch -> when envs shaped with it
     timeline: list[tuple[float, str]] = field(default_factory=list)
     _subs: list[Subscription] = field(default_factory=list)
@@ -117,6 +123,15 @@ class PipelineWatch:
         if model_epoch is not None and model_epoch not in self.models_loaded:
             self.models_loaded[model_epoch] = time.time()
             self._mark(f"reward model of epoch {model_epoch} loaded by the trainer (shaping epoch {event.epoch})")
+
+    async def read_reports(self, store: ObjectStore) -> None:
+        """Read the report of every ended epoch not read yet (the trainer stores it before ``epoch.exported``)."""
+        for epoch in sorted(set(self.epochs_exported) - set(self.reports)):
+            try:
+                data = await asyncio.to_thread(store.get_json, keys.epoch_report(self.run_id, epoch))
+            except ObjectNotFound:  # a trainer that died between the two; the summary says the report is missing
+                continue
+            self.reports[epoch] = EpochReport.model_validate(data)
 
     def _on_dead_letter(self, letter: DeadLetter) -> None:
         if letter.run_id == self.run_id:

@@ -1,4 +1,5 @@
-"""Dependencies the routes declare: the hub, the settings, the object store and the token check."""
+"""Dependencies the routes declare: the hub, the settings, the object store, the caches of what it holds and the
+token check."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from typing import Annotated
 from fastapi import Depends, HTTPException, Query, Request, status
 
 from zelda_hud.auth import TOKEN_HELP, token_accepted
+from zelda_hud.cache import StoredViews
 from zelda_hud.hub import Hub
 from zelda_hud.settings import HudSettings
 from zelda_rlaif.errors import StoreError
@@ -25,8 +27,14 @@ def get_hub(request: Request) -> Hub:
     return hub
 
 
+def get_views(request: Request) -> StoredViews:
+    views: StoredViews = request.app.state.views
+    return views
+
+
 SettingsDep = Annotated[HudSettings, Depends(get_settings)]
 HubDep = Annotated[Hub, Depends(get_hub)]
+ViewsDep = Annotated[StoredViews, Depends(get_views)]
 
 
 def require_token(request: Request, settings: SettingsDep) -> None:

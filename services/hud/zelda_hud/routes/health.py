@@ -20,10 +20,11 @@ async def healthz(hub: HubDep) -> dict[str, Any]:
 
 @router.get("/readyz")
 async def readyz(hub: HubDep, response: Response) -> dict[str, Any]:
-    """Readiness: 503 until the HUD is connected to NATS."""
-    if hub.nats_state != "connected":
+    """Readiness: live, 503 until the HUD is connected to NATS; serving a finished run, ready at once."""
+    ready = not hub.live or hub.nats_state == "connected"
+    if not ready:
         response.status_code = status.HTTP_503_SERVICE_UNAVAILABLE
-    return {"status": "ready" if hub.nats_state == "connected" else "waiting for NATS", "nats": hub.nats_state}
+    return {"status": "ready" if ready else "waiting for NATS", "nats": hub.nats_state}
 
 
 @router.get("/metrics")

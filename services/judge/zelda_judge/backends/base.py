@@ -8,6 +8,7 @@ from typing import Literal, Protocol
 from zelda_judge.segment_io import Segment
 from zelda_rlaif.errors import ZeldaRlaifError
 from zelda_rlaif.events import JudgeKind
+from zelda_rlaif.verdicts import Vote
 
 
 class JudgeBackendError(ZeldaRlaifError):
@@ -16,10 +17,12 @@ class JudgeBackendError(ZeldaRlaifError):
 
 @dataclass(frozen=True)
 class Judgement:
+    """The aggregate a verdict publishes, and the votes it was aggregated from (stored beside it for replays)."""
+
     scores: dict[str, float]
     agreement: float
-    votes: int
     rationale: str
+    votes: tuple[Vote, ...]
 
 
 class JudgeBackend(Protocol):

@@ -32,8 +32,9 @@ from zelda_judge.metrics import JudgeMetrics
 from zelda_judge.prompts import build_prompt
 from zelda_judge.segment_io import Segment
 from zelda_judge.settings import JudgeSettings, LlmEndpoint
-from zelda_judge.votes import InvalidVote, Vote, aggregate, parse_vote, response_format
+from zelda_judge.votes import InvalidVote, aggregate, parse_vote, response_format
 from zelda_rlaif.events import JudgeKind
+from zelda_rlaif.verdicts import Vote
 
 log = logging.getLogger(__name__)
 
@@ -108,7 +109,8 @@ class OpenAIJudge:
         votes = await self._collect(prompt.messages, base)
         result = aggregate(votes, KINDS[self.kind].dimension_names)
         self.metrics.agreement(result.agreement)
-        return Judgement(result.scores, result.agreement, len(votes), result.rationale)
+        return Judgement(scores=result.scores, agreement=result.agreement, rationale=result.rationale,
+                         votes=tuple(votes))
 
     async def _collect(self, messages: list[dict[str, Any]], base: int) -> list[Vote]:
         m = self.settings.votes

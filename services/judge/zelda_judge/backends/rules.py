@@ -12,6 +12,7 @@ from zelda_judge.backends.base import Judgement
 from zelda_judge.kinds import KINDS
 from zelda_judge.segment_io import Segment
 from zelda_rlaif.events import JudgeKind
+from zelda_rlaif.verdicts import RATIONALE_MAX_CHARS, Vote
 
 MODEL = "rules-v1"
 
@@ -34,12 +35,11 @@ class RulesJudge:
     async def judge(self, segment: Segment) -> Judgement:
         spec = KINDS[self.kind]
         verdict = spec.rules(segment.summary)
-        return Judgement(
-            scores={d: verdict.scores[d] for d in spec.dimension_names},
-            agreement=1.0,
-            votes=1,
-            rationale=f"{MODEL}: {verdict.rationale}",
-        )
+        scores = {d: verdict.scores[d] for d in spec.dimension_names}
+        rationale = f"{MODEL}: {verdict.rationale}"[:RATIONALE_MAX_CHARS]
+        # One deterministic vote: the median of it is itself, so agreement is complete.
+        return Judgement(scores=scores, agreement=1.0, rationale=rationale,
+                         votes=(Vote(scores=scores, rationale=rationale),))
 
     async def probe(self) -> None:
         return None

@@ -19,6 +19,7 @@ class Encoding(StrEnum):
     POPCOUNT = "popcount"  # number of set bits over `size` bytes (bitsets of obtained things)
     SUM = "sum"  # sum of `size` bytes (per-dungeon counters)
     ROOM_FLAGS = "room_flags"  # the current room's byte in the profile's room-flag table, masked
+    BIT = "bit"  # 1 when the byte has any bit of `mask` set, else 0: one flag of a bitset (one treasure)
 
 
 @dataclass(frozen=True)
@@ -99,6 +100,9 @@ class Milestone:
     name: str  # a metric name part: lower_snake_case
     description: str
     reached: Callable[[Mapping[str, int]], bool]
+    # Profile-only RAM fields (not in ``segments.GameState``) that ``reached`` reads: the decoder reads them every
+    # step only for the profiles whose milestones need them.
+    reads: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,8 @@
 """The Legend of Zelda: Oracle of Seasons (US), from the public disassembly's symbol table.
 
 Addresses: ../shared/spec/oracle-of-seasons-ram.md (read from a build of Drenn1/oracles-disasm that matched
-the US ROM). The ROM is never bundled; users supply it and a save state in gameplay.
+the US ROM); treasure ids: the disassembly's ``constants/treasure.s``. The ROM is never bundled; users supply it
+and a save state in gameplay.
 """
 
 from __future__ import annotations
@@ -10,10 +11,14 @@ from zelda_rlaif.game.profiles.base import (
     Encoding,
     EnemySlot,
     GameProfile,
+    Milestone,
     RamField,
     RomIdentity,
     WorldGeometry,
 )
+
+TREASURE_FLAGS = 0xC692  # wObtainedTreasureFlags: bit n of the bitset is treasure id n
+GNARLED_KEY = 0x42  # TREASURE_GNARLED_KEY (Seasons)
 
 ORACLE_OF_SEASONS = GameProfile(
     name="oracle-of-seasons",
@@ -44,6 +49,8 @@ ORACLE_OF_SEASONS = GameProfile(
         "essences": RamField(0xC6BB, doc="wEssencesObtained bitset"),
         "season": RamField(0xCC4E, doc="wRoomStateModifier: 0 spring .. 3 winter"),
         "dungeon": RamField(0xCC55, doc="wDungeonIndex, $FF on the overworld"),
+        "gnarled_key": RamField(TREASURE_FLAGS + GNARLED_KEY // 8, Encoding.BIT, mask=1 << GNARLED_KEY % 8,
+                                doc="wObtainedTreasureFlags bit $42: the Gnarled Key was obtained"),
     },
     geometry=WorldGeometry(groups=8, grid_width={g: 16 for g in range(8)}, grid_height={g: 16 for g in range(8)},
                            total_rooms=8 * 256),
@@ -52,6 +59,17 @@ ORACLE_OF_SEASONS = GameProfile(
     room_flags={0: 0xC700, 1: 0xC800, 2: 0xC800, 3: 0xC800, 4: 0xC900, 5: 0xCA00, 6: 0xC900, 7: 0xCA00},
     cgb=True,
     needs_user_state=True,
+    # The quest's first steps: the sword (Hero's Cave), the Gnarled Key (from the Maku Tree) that opens the first
+    # dungeon, a dungeon entered, its essence.
+    milestones=(
+        Milestone("take_sword", "took the sword", lambda s: s["sword_level"] >= 1),
+        Milestone("take_gnarled_key", "obtained the Gnarled Key", lambda s: bool(s["gnarled_key"]),
+                  reads=("gnarled_key",)),
+        # Dungeon 0 is Hero's Cave, where the sword lies; 1-8 hold the essences.
+        Milestone("enter_dungeon", "entered one of the eight essence dungeons", lambda s: 1 <= s["dungeon"] <= 8,
+                  reads=("dungeon",)),
+        Milestone("take_essence", "obtained a first essence", lambda s: s["essences"] != 0),
+    ),
     notes="Some scenes were reported to deadlock with sound emulation off (a warp at the Maku Tree).",
     # No landmarks: NPCs move between scenes and are not mapped, so guidance relies on the other rules or an LLM.
 )
