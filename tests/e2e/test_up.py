@@ -71,7 +71,7 @@ def test_up_runs_two_epochs_and_closes_the_loop(tmp_path: Path) -> None:
     epochs = {row["epoch"]: row for row in summary["epochs"]}
     assert sorted(epochs) == [0, 1]
     for epoch, row in epochs.items():
-        manifests = [k for k in store.list(keys.epoch_segments("e2e", epoch)) if k.endswith("/manifest.json")]
+        manifests = [k for k in store.list(keys.epoch_segments("e2e", epoch)) if keys.is_segment_manifest(k)]
         segment_ids = {SegmentExported.model_validate(store.get_json(k)).segment_id for k in manifests}
         assert row["segments_exported"] == len(segment_ids) > 0
         # Every segment judged by all three kinds, and scored exactly once.
@@ -83,6 +83,8 @@ def test_up_runs_two_epochs_and_closes_the_loop(tmp_path: Path) -> None:
         assert row["scores_ready_events"] == 1
         assert row["reward_model_accepted"] is not None
         assert store.exists(keys.reward_model_metadata("e2e", epoch))
+        # The judges' and reward model's figures under the names the HUD and the trackers use.
+        assert {"judge/combined", "judge/state/progress", "reward_model/pairs"} <= set(row["figures"])
 
     # The model trained on epoch 0 was loaded and shaped epoch 1's rewards.
     assert any("reward model of epoch 0 loaded" in what for _, what in summary["timeline"])

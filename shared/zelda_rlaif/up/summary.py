@@ -7,7 +7,6 @@ tiles and milestones) and what the pipeline did with it (segments, judging, the 
 from __future__ import annotations
 
 import logging
-import statistics
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -18,6 +17,7 @@ from rich.table import Table
 from zelda_rlaif.episodes import EpochReport
 from zelda_rlaif.errors import ObjectNotFound
 from zelda_rlaif.events import LiveMetrics
+from zelda_rlaif.judge_figures import read_judge_figures, reward_model_figures
 from zelda_rlaif.storage import ObjectStore, keys
 from zelda_rlaif.up import figures
 from zelda_rlaif.up.watch import PipelineWatch
@@ -31,11 +31,11 @@ class EpochSummary(BaseModel):
     segments_exported: int
     segments_scored: int
     segments_unjudged: int
-    mean_combined_score: float | None
     scores_ready_events: int
     reward_model_accepted: bool | None
-    reward_model_pairs: int | None
-    reward_model_validation_accuracy: float | None
+    figures: dict[str, float] = Field(description="the judges' and the reward model's figures under their metric "
+                                      "names (judge/<kind>/<dimension>, judge/combined, reward_model/accuracy, "
+                                      "reward_model/pairs), as the HUD and the trackers show them")
 
 
 class RunSummary(BaseModel):
@@ -74,11 +74,9 @@ def build_summary(run_id: str, run_dir: Path, store: ObjectStore, watch: Pipelin
             segments_exported=exported.segments_exported if exported else watch.exported[epoch],
             segments_scored=len(scores),
             segments_unjudged=sum(1 for _ in store.list(keys.unjudged_segments(run_id, epoch))),
-            mean_combined_score=statistics.fmean(s["combined"] for s in scores) if scores else None,
             scores_ready_events=len(watch.scores_ready.get(epoch, [])),
             reward_model_accepted=model.accepted if model else None,
-            reward_model_pairs=model.pairs if model else None,
-            reward_model_validation_accuracy=model.validation_accuracy if model else None,
+            figures={**read_judge_figures(store, run_id, epoch), **(reward_model_figures(model) if model else {})},
         ))
     return RunSummary(
         run_id=run_id,
@@ -136,17 +134,18 @@ def agent_table(summary: RunSummary) -> Table:
 def pipeline_table(summary: RunSummary) -> Table:
     """What the judges and the reward model made of each epoch."""
     table = Table(title=f"judging and reward models: {summary.dead_letters} dead letters")
-    for column in ("epoch", "segments", "scored", "unjudged", "mean score", "scores.ready", "reward model"):
+    for column in ("epoch", "segments", "scored", "unjudged", "judge/combined", "scores.ready", "reward model"):
         table.add_column(column)
     for row in summary.epochs:
         if row.reward_model_accepted is None:
             model = "-"
         else:
-            accuracy = row.reward_model_validation_accuracy
+            accuracy = row.figures.get("reward_model/accuracy")
             model = (f"{'accepted' if row.reward_model_accepted else 'kept previous'}, "
-                     f"{row.reward_model_pairs} pairs, acc {accuracy if accuracy is None else round(accuracy, 3)}")
+                     f"{row.figures.get('reward_model/pairs', 0):.0f} pairs, acc "
+                     f"{'-' if accuracy is None else round(accuracy, 3)}")
+        combined = row.figures.get("judge/combined")
         table.add_row(str(row.epoch), str(row.segments_exported), str(row.segments_scored),
-                      str(row.segments_unjudged),
-                      "-" if row.mean_combined_score is None else f"{row.mean_combined_score:.3f}",
+                      str(row.segments_unjudged), "-" if combined is None else f"{combined:.3f}",
                       str(row.scores_ready_events), model)
     return table
