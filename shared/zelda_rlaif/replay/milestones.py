@@ -1,7 +1,7 @@
 """Where in a segment each quest milestone of its game profile holds, read from the state log.
 
-The profiles live in ``zelda_rlaif.game``, whose import registers the Gymnasium environment; the slim HUD image
-has no Gymnasium, so there the profile is not importable and the replay says so instead of showing milestones.
+The profiles live in ``zelda_rlaif.game`` and are plain data: they import in the slim HUD image too, which has
+no Gymnasium or emulator. Should a profile still not import, the replay says so instead of showing milestones.
 """
 
 from __future__ import annotations
