@@ -1,0 +1,204 @@
+"""Does the AI feedback make the agent better? The RLAIF ablation on the test world, arm by arm, in one run.
+
+    python bench/bench_learning.py [--epochs 2] [--steps-per-epoch 16384] [--seeds 0 1 2] [--eval-episodes 32]
+    python bench/bench_learning.py --quick          # smoke test: 1 seed, 1 tiny epoch, 4 eval episodes
+
+Arms, each trained in its own ``zelda-rlaif up`` (its own processes, run directory and ``ZELDA_TRAINER_SEED``):
+
+1. ``full``: the whole loop, rules judges -> reward model -> shaping.
+2. ``no_shaping``: the same ``up`` with ``ZELDA_TRAINER_REWARDS__SHAPING=0``: judges and reward model still run,
+   only the shaping is off, so the arms differ in one thing (this is plain PPO on the env reward).
+3. ``self_imitation``: the full loop plus self-imitation on the top-K judged segments: NOT YET IMPLEMENTED
+   (issue 20); it gets its row in ``ARMS`` once the trainer has the setting.
+4. ``random``: ``zelda-rlaif eval --policy random`` on the first ``full`` run's directory (same game, same seeds).
+
+Every arm is then evaluated by ``zelda-rlaif eval --epoch latest`` with the same ``--seed`` and ``--episodes``, so
+all arms play the same episode seeds. Prints per arm each test-world milestone's fraction of eval episodes, rooms,
+env return and episode length as mean and min-max over the training seeds, plus wall time (training and
+evaluation, summed over seeds); writes ``results.json`` and ``results.md`` into ``--out``. Expect (2 cores, the
+defaults: ~7 minutes) both trained arms to take the key in ~75-97% of eval episodes, no later milestone, and the
+random policy nothing; docs/results.md keeps the measured tables. ``--quick`` takes ~80 s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+
+@dataclass(frozen=True)
+class Arm:
+    name: str
+    what: str
+    env: dict[str, str] = field(default_factory=dict)  # trainer settings that make this arm differ
+
+
+# The trained arms. Arm 3 (self-imitation on the top-K judged segments) is added here once it exists.
+ARMS = (
+    Arm("full", "full loop (judges -> reward model -> shaping)"),
+    Arm("no_shaping", "shaping off (plain PPO on the env reward)", {"ZELDA_TRAINER_REWARDS__SHAPING": "0"}),
+)
+RANDOM = Arm("random", "random policy")
+NOT_YET = ("self_imitation",)
+
+# --quick: the smallest epoch the settings accept with short segments and episodes (as tests/e2e/test_up.py):
+# 2 runners x 4 emulators x 256 steps, room for 2 segments of 100 steps each; episodes of 200 steps.
+QUICK_ENV = {
+    "ZELDA_TRAINER_SEGMENT_STEPS": "100",
+    "ZELDA_TRAINER_EPISODE_STEPS": "200",
+    "ZELDA_TRAINER_PPO_TRAIN_BATCH_SIZE": "1024",
+    "ZELDA_TRAINER_PPO_MINIBATCH_SIZE": "256",
+    "ZELDA_TRAINER_ENVS_PER_RUNNER": "4",
+}
+QUICK_STEPS_PER_EPOCH = 2048
+
+FIGURES = ("rooms_mean", "return_env_mean", "length_mean")
+
+
+class BenchError(RuntimeError):
+    pass
+
+
+def zelda(args: list[str], env: dict[str, str], log: Path) -> float:
+    """Run ``zelda-rlaif ARGS`` in its own process, its output to LOG; the wall time in seconds."""
+    log.parent.mkdir(parents=True, exist_ok=True)
+    started = time.perf_counter()
+    with log.open("wb") as out:
+        code = subprocess.run([sys.executable, "-m", "zelda_rlaif.cli", *args], env={**os.environ, **env},
+                              stdout=out, stderr=subprocess.STDOUT, check=False).returncode
+    if code != 0:
+        raise BenchError(f"`zelda-rlaif {' '.join(args)}` exited with {code}: see {log}")
+    return time.perf_counter() - started
+
+
+def evaluate(run_dir: Path, args: argparse.Namespace, env: dict[str, str], random: bool) -> tuple[dict, float]:
+    """``zelda-rlaif eval`` of the run's latest checkpoint (or the random policy); its report and wall time."""
+    what = "random" if random else "policy"
+    policy = ["--policy", "random"] if random else []
+    started = time.time()
+    wall = zelda(["eval", str(run_dir), "--epoch", "latest", "--episodes", str(args.eval_episodes),
+                  "--seed", str(args.eval_seed), *policy], env, run_dir / f"eval-{what}.log")
+    # Named <what>-<n>x-seed<s>.json by `zelda-rlaif eval`; the one this call wrote (a rerun overwrites it).
+    pattern = f"{'random-' if random else 'epoch_'}*-{args.eval_episodes}x-seed{args.eval_seed}.json"
+    written = [path for path in (run_dir / "eval").glob(pattern) if path.stat().st_mtime >= started]
+    if not written:
+        raise BenchError(f"`zelda-rlaif eval {run_dir}` wrote no {pattern} under {run_dir / 'eval'}")
+    return json.loads(max(written, key=lambda path: path.stat().st_mtime).read_text()), wall
+
+
+def train(arm: Arm, seed: int, args: argparse.Namespace, base_env: dict[str, str]) -> tuple[Path, float]:
+    run_dir = args.out / arm.name / f"seed{seed}"
+    env = {**base_env, **arm.env, "ZELDA_TRAINER_SEED": str(seed)}
+    wall = zelda(["up", "--run-dir", str(run_dir), "--run-id", f"{arm.name}-seed{seed}", "--epochs", str(args.epochs),
+                  "--steps-per-epoch", str(args.steps_per_epoch), "--finish-timeout", str(args.finish_timeout)],
+                 env, run_dir / "up.log")
+    return run_dir, wall
+
+
+def spread(values: list[float]) -> dict[str, float]:
+    return {"mean": statistics.fmean(values), "min": min(values), "max": max(values)}
+
+
+def summarize(arm: Arm, reports: list[dict], train_s: float, eval_s: float) -> dict:
+    episodes = [report["episodes"] for report in reports]
+    milestones = list(episodes[0]["milestones"])
+    return {
+        "arm": arm.name, "what": arm.what, "seeds": len(reports), "train_s": train_s, "eval_s": eval_s,
+        "env_steps": reports[0]["env_steps"] if arm is not RANDOM else None,
+        "milestones": {name: spread([e["milestones"][name] for e in episodes]) for name in milestones},
+        **{figure: spread([e[figure] for e in episodes]) for figure in FIGURES},
+    }
+
+
+def cell(s: dict[str, float], percent: bool = False) -> str:
+    if percent:
+        text = f"{s['mean']:.0%}"
+        return text if s["min"] == s["max"] else f"{text} ({s['min']:.0%}-{s['max']:.0%})"
+    text = f"{s['mean']:.1f}"
+    return text if s["min"] == s["max"] else f"{text} ({s['min']:.1f}-{s['max']:.1f})"
+
+
+def markdown(rows: list[dict]) -> str:
+    milestones = list(rows[0]["milestones"])
+    header = ["arm", "seeds", *milestones, "rooms", "env return", "ep. length", "train s", "eval s"]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * 2 + "---:|" * (len(header) - 2)]
+    for row in rows:
+        cells = [row["arm"], str(row["seeds"]), *(cell(row["milestones"][m], percent=True) for m in milestones),
+                 *(cell(row[figure]) for figure in FIGURES), f"{row['train_s']:.0f}", f"{row['eval_s']:.0f}"]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0],
+                                     epilog=f"arms: {', '.join(arm.name for arm in (*ARMS, RANDOM))}; arm 3 "
+                                     f"({', '.join(NOT_YET)}: self-imitation on the top-K judged segments) is not "
+                                     "yet implemented")
+    parser.add_argument("--out", type=Path, default=Path("runs/bench_learning"),
+                        help="each arm x seed's run directory goes under OUT/<arm>/seed<N>; results.json/.md here")
+    parser.add_argument("--epochs", type=int, default=2, help="epochs per training run")
+    parser.add_argument("--steps-per-epoch", type=int, default=16384, help="env steps per epoch")
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2], help="training seeds (ZELDA_TRAINER_SEED)")
+    parser.add_argument("--eval-episodes", type=int, default=32, help="eval episodes, the same for every arm")
+    parser.add_argument("--eval-seed", type=int, default=0, help="eval seed, the same for every arm")
+    parser.add_argument("--finish-timeout", type=float, default=120,
+                        help="seconds `up` waits after training for the last scores and reward model")
+    parser.add_argument("--quick", action="store_true",
+                        help="smoke test: 1 seed, 1 epoch of 2048 steps with short segments and episodes, "
+                        "4 eval episodes (overrides the budget flags)")
+    args = parser.parse_args()
+    base_env: dict[str, str] = {}
+    if args.quick:
+        args.epochs, args.steps_per_epoch, args.seeds, args.eval_episodes = 1, QUICK_STEPS_PER_EPOCH, [0], 4
+        base_env = dict(QUICK_ENV)
+    args.out = args.out.resolve()
+    taken = [args.out / arm.name for arm in ARMS if (args.out / arm.name).exists()]
+    if taken:
+        # `up` would continue or mix with an earlier run there; every arm must start from nothing.
+        raise SystemExit(f"{', '.join(map(str, taken))} already holds runs: remove it or pass another --out")
+
+    rows = []
+    first_run: Path | None = None
+    for arm in ARMS:
+        reports, train_s, eval_s = [], 0.0, 0.0
+        for seed in args.seeds:
+            run_dir, wall = train(arm, seed, args, base_env)
+            first_run = first_run or run_dir
+            report, eval_wall = evaluate(run_dir, args, base_env, random=False)
+            reports.append(report)
+            train_s, eval_s = train_s + wall, eval_s + eval_wall
+            print(f"{arm.name} seed {seed}: trained {wall:.0f} s, eval {eval_wall:.0f} s: "
+                  f"{report['episodes']['milestones']}", flush=True)
+        rows.append(summarize(arm, reports, train_s, eval_s))
+    assert first_run is not None  # ARMS is not empty
+    # The random policy does not depend on the training seed: one evaluation, on the first run's game and seeds.
+    report, eval_wall = evaluate(first_run, args, base_env, random=True)
+    rows.append(summarize(RANDOM, [report], 0.0, eval_wall))
+
+    budget = (f"{args.epochs} epochs x {args.steps_per_epoch} env steps, training seeds {args.seeds}, "
+              f"{args.eval_episodes} eval episodes (eval seed {args.eval_seed}, sampled actions, latest checkpoint)"
+              + (", --quick" if args.quick else ""))
+    table = markdown(rows)
+    note = ("Cells: mean over training seeds (min-max where they differ). Milestones: fraction of eval episodes "
+            "reaching each. Times: wall seconds summed over seeds (train: the whole `zelda-rlaif up`, start-up, judges "
+            "and reward model included). Arm 3 (self-imitation) is not yet implemented.")
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "results.json").write_text(json.dumps({"budget": budget, "arms": rows}, indent=2))
+    (args.out / "results.md").write_text(f"{budget}\n\n{table}\n\n{note}\n")
+    print(budget)
+    print(table)
+    print(note)
+    print(f"written: {args.out / 'results.json'}, {args.out / 'results.md'}")
+
+
+if __name__ == "__main__":
+    main()
