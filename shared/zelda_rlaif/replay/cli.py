@@ -25,7 +25,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import os
     import sys
 
     from zelda_rlaif.errors import SettingsError
@@ -33,9 +32,7 @@ def run(args: argparse.Namespace) -> int:
     from zelda_rlaif.replay.draw import ReplayOptions
     from zelda_rlaif.replay.load import load_replay
     from zelda_rlaif.replay.text import cards, replay_text
-    from zelda_rlaif.settings import StoreSettings, load_settings
-    from zelda_rlaif.storage import open_store
-    from zelda_rlaif.up.run_dir import run_id_of, store_url_of
+    from zelda_rlaif.up.run_dir import open_run
     from zelda_rlaif.video import check_video_path
 
     try:
@@ -43,13 +40,7 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise SettingsError(f"{exc}: see zelda-rlaif replay --help") from None
     out = check_video_path(args.out or args.run_dir / "replays" / f"{args.segment_id}.gif")
-    # The same precedence as `zelda-rlaif hud --run-dir` and `eval`: the flags, ZELDA_STORE_URL, then RUN_DIR.
-    try:
-        run_id = args.run_id or run_id_of(args.run_dir)
-        store_url = args.store_url or os.environ.get("ZELDA_STORE_URL") or store_url_of(args.run_dir)
-    except ValueError as exc:
-        raise SettingsError(str(exc)) from None
-    store = open_store(load_settings(StoreSettings, url=store_url))
+    run_id, store = open_run(args.run_dir, args.run_id, args.store_url)
     replay = load_replay(store, run_id, args.segment_id, args.epoch)
     if args.text:
         print(replay_text(replay), end="")

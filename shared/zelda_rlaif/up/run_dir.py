@@ -12,7 +12,10 @@ from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
+from zelda_rlaif.errors import SettingsError
 from zelda_rlaif.events import RunId
+from zelda_rlaif.settings import StoreSettings, load_settings
+from zelda_rlaif.storage import ObjectStore, open_store
 
 _RUN_ID: TypeAdapter[str] = TypeAdapter(RunId)
 
@@ -66,3 +69,17 @@ def store_url_of(run_dir: Path) -> str:
     if not isinstance(named, str):
         raise ValueError(f"{run_dir} has no store/ and no summary.json naming its store; pass --store-url")
     return named
+
+
+def open_run(run_dir: Path, run_id: str | None = None, store_url: str | None = None) -> tuple[str, ObjectStore]:
+    """The run a command on a finished run reads, and its store: the flags first, then the environment
+    (``ZELDA_STORE_*``, through the store's own settings), then what ``run_dir`` records. Raises ``SettingsError``
+    saying what to do."""
+    try:
+        run_id = run_id or run_id_of(run_dir)
+        settings = load_settings(StoreSettings, **({"url": store_url} if store_url else {}))
+        if "url" not in settings.model_fields_set:
+            settings = settings.model_copy(update={"url": store_url_of(run_dir)})
+    except ValueError as exc:
+        raise SettingsError(str(exc)) from None
+    return run_id, open_store(settings)

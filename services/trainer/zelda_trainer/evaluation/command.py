@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
 import tempfile
 from pathlib import Path
 
@@ -14,8 +13,8 @@ from rich.table import Table
 
 from zelda_rlaif.errors import SettingsError
 from zelda_rlaif.evaluation import EvalReport, evaluation_seeds
-from zelda_rlaif.settings import StoreSettings, load_settings
-from zelda_rlaif.storage import ObjectStore, keys, open_store
+from zelda_rlaif.storage import ObjectStore, keys
+from zelda_rlaif.up.run_dir import open_run
 from zelda_rlaif.video import check_video_path
 from zelda_trainer.evaluation.checkpoint import ChosenCheckpoint, Selector, choose, fetch, load_module, played_env
 from zelda_trainer.evaluation.evaluate import ShapingModel, Subject, evaluate
@@ -29,7 +28,7 @@ def evaluate_command(args: argparse.Namespace) -> int:
     if args.video is not None:
         check_video_path(args.video)  # before anything is loaded or played
     logging.getLogger("ray").setLevel(logging.ERROR)  # RLlib's deprecation notes say nothing about this command
-    run_id, store = _locate(args.run_dir, args.run_id, args.store_url)
+    run_id, store = open_run(args.run_dir, args.run_id, args.store_url)
     selector: Selector = args.epoch
     chosen = choose(store, run_id, selector)
     random = args.policy == "random"
@@ -64,19 +63,6 @@ def evaluate_command(args: argparse.Namespace) -> int:
     report_path.write_text(report.model_dump_json(indent=2))
     print_report(report, recorded, report_path, console)
     return 0
-
-
-def _locate(run_dir: Path, run_id: str | None, store_url: str | None) -> tuple[str, ObjectStore]:
-    """The run and its store: the flags, else ``ZELDA_STORE_URL`` for the store, else what RUN_DIR records (the
-    same precedence as ``zelda-rlaif hud --run-dir``)."""
-    from zelda_rlaif.up.run_dir import run_id_of, store_url_of
-
-    try:
-        run_id = run_id or run_id_of(run_dir)
-        store_url = store_url or os.environ.get("ZELDA_STORE_URL") or store_url_of(run_dir)
-    except ValueError as exc:
-        raise SettingsError(str(exc)) from None
-    return run_id, open_store(load_settings(StoreSettings, url=store_url))
 
 
 def _shaping(store: ObjectStore, run_id: str, chosen: ChosenCheckpoint) -> ShapingModel:
