@@ -76,3 +76,10 @@ def read_judge_figures(store: ObjectStore, run_id: str, epoch: int) -> dict[str,
         log.warning("epoch %d of run %s: %d judge records are unreadable and left out of the judge figures, "
                     "first: %s", epoch, run_id, len(unreadable), unreadable[0])
     return judge_figures(verdicts, scored)
+
+
+def read_epoch_figures(store: ObjectStore, run_id: str, epoch: int,
+                       update: RewardModelUpdated | None) -> dict[str, float]:
+    """Everything the judges and the reward model made of the epoch: ``read_judge_figures`` beside the
+    ``reward_model_figures`` of ``update`` (None: no reward model answered the epoch yet)."""
+    return {**read_judge_figures(store, run_id, epoch), **(reward_model_figures(update) if update else {})}

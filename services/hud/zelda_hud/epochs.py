@@ -19,7 +19,7 @@ from zelda_hud.cache import FinalViews
 from zelda_rlaif.episodes import EpochReport
 from zelda_rlaif.errors import ObjectNotFound
 from zelda_rlaif.events import EpochExported
-from zelda_rlaif.judge_figures import read_judge_figures, reward_model_figures
+from zelda_rlaif.judge_figures import read_epoch_figures
 from zelda_rlaif.reward_model.metadata import RewardModelMetadata
 from zelda_rlaif.storage import ObjectStore, keys
 
@@ -43,7 +43,6 @@ class _EpochKeys:
 def _list_epochs(store: ObjectStore, run_id: str) -> dict[int, _EpochKeys]:
     found: dict[int, _EpochKeys] = defaultdict(_EpochKeys)
     for key in store.list(keys.epoch_reports(run_id)):
-        # Reports are files named epoch_N.json; epoch_of reads epoch_N path parts.
         epoch = keys.epoch_of(key)
         if epoch is not None and key == keys.epoch_report(run_id, epoch):
             found[epoch].report = True
@@ -101,9 +100,7 @@ def _epoch_row(store: ObjectStore, run_id: str, epoch: int, stored: _EpochKeys) 
         read(keys.reward_model_metadata(run_id, epoch), RewardModelMetadata) if stored.reward_model else None
     )
     metrics: dict[str, float] = dict(report.flat()) if report else {}
-    metrics.update(read_judge_figures(store, run_id, epoch))
-    if model is not None:
-        metrics.update(reward_model_figures(model.event))
+    metrics.update(read_epoch_figures(store, run_id, epoch, model.event if model else None))
     if unreadable:
         log.warning("epoch %d of run %s: %d stored objects are unreadable, first: %s", epoch, run_id,
                     len(unreadable), unreadable[0])

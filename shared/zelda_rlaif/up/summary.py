@@ -17,7 +17,7 @@ from rich.table import Table
 from zelda_rlaif.episodes import EpochReport
 from zelda_rlaif.errors import ObjectNotFound
 from zelda_rlaif.events import LiveMetrics
-from zelda_rlaif.judge_figures import read_judge_figures, reward_model_figures
+from zelda_rlaif.judge_figures import read_epoch_figures
 from zelda_rlaif.storage import ObjectStore, keys
 from zelda_rlaif.up import figures
 from zelda_rlaif.up.watch import PipelineWatch
@@ -76,7 +76,7 @@ def build_summary(run_id: str, run_dir: Path, store: ObjectStore, watch: Pipelin
             segments_unjudged=sum(1 for _ in store.list(keys.unjudged_segments(run_id, epoch))),
             scores_ready_events=len(watch.scores_ready.get(epoch, [])),
             reward_model_accepted=model.accepted if model else None,
-            figures={**read_judge_figures(store, run_id, epoch), **(reward_model_figures(model) if model else {})},
+            figures=read_epoch_figures(store, run_id, epoch, model),
         ))
     return RunSummary(
         run_id=run_id,

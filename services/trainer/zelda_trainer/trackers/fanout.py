@@ -19,7 +19,7 @@ from pathlib import Path
 from zelda_rlaif.episodes import EpochReport
 from zelda_rlaif.evaluation import EvalReport
 from zelda_rlaif.events import RewardModelUpdated
-from zelda_rlaif.judge_figures import read_judge_figures, reward_model_figures
+from zelda_rlaif.judge_figures import read_epoch_figures
 from zelda_rlaif.storage import ObjectStore, keys
 from zelda_trainer.trackers.base import RunStatus, Tracker, metric_name
 
@@ -82,7 +82,7 @@ class Trackers:
         def job() -> None:
             epoch = update.epoch
             report = EpochReport.model_validate_json(self.store.get_bytes(keys.epoch_report(self.run_id, epoch)))
-            figures = {**read_judge_figures(self.store, self.run_id, epoch), **reward_model_figures(update)}
+            figures = read_epoch_figures(self.store, self.run_id, epoch, update)
             self._log_metrics(f"epoch {epoch}'s judge scores", figures, report.env_steps)
             self._log_stored(f"epoch {epoch}'s reward model", keys.reward_model_prefix(self.run_id, epoch),
                              f"reward_models/epoch_{epoch}")
