@@ -78,7 +78,7 @@ class Trainer:
         configured = get_profile(settings.profile) if settings.profile else None
         profile = read_rom(settings.rom or BUNDLED_ROM, configured).profile
         self.profile = profile.name
-        self.milestone_names = [milestone.name for milestone in profile.milestones]
+        self.milestone_names = profile.milestone_names
         self.store: ObjectStore = open_store(settings.store)
         # Checked here too, before Ray starts: an MLflow URI without MLflow installed.
         self.trackers = open_trackers(settings, self.store)

@@ -67,7 +67,7 @@ def evaluate(run_id: str, subject: Subject, envs: EvalEnvs, seeds: Sequence[int]
         run_id=run_id, policy=subject.kind, checkpoint=subject.checkpoint, epoch=subject.epoch,
         env_steps=subject.env_steps, greedy=subject.greedy, profile=envs.profile.name,
         episode_steps=envs.config.max_steps, reward_model_epoch=shaping.model_epoch, seeds=list(seeds),
-        records=records, episodes=EpisodeStats.of(records, [milestone.name for milestone in envs.profile.milestones]),
+        records=records, episodes=EpisodeStats.of(records, envs.profile.milestone_names),
         best_episode=best, video=str(recorded.path) if recorded else None, wall_time_s=wall_time_s,
         episodes_per_s=len(played) / max(wall_time_s, 1e-9))
     return report, recorded

@@ -123,3 +123,8 @@ class GameProfile:
     landmarks: tuple[Landmark, ...] = ()
     milestones: tuple[Milestone, ...] = ()  # in quest order
     notes: str = ""
+
+    @property
+    def milestone_names(self) -> list[str]:
+        """In quest order: what ``EpisodeStats.of`` reports a fraction for."""
+        return [milestone.name for milestone in self.milestones]
