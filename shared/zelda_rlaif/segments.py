@@ -7,7 +7,7 @@ trainer builds each record completely before it is serialised and never edits it
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 OBSERVATION_SIZE = 128
 
@@ -55,3 +55,22 @@ class StepRecord(BaseModel):
     state: GameState
     observation: list[float] = Field(min_length=OBSERVATION_SIZE, max_length=OBSERVATION_SIZE)
 
+
+
+class StateLogError(ValueError):
+    """A state log line is not a ``StepRecord``."""
+
+
+def parse_state_log(raw: bytes) -> list[StepRecord]:
+    """The records of a ``states.jsonl`` (blank lines skipped). Raises ``StateLogError`` naming the first bad
+    line; callers decide whether that ends the segment or only their view of it."""
+    records = []
+    for number, line in enumerate(raw.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            records.append(StepRecord.model_validate_json(line))
+        except ValidationError as exc:
+            raise StateLogError(f"line {number} is not a step record ({exc.error_count()} errors, first: "
+                                f"{exc.errors(include_url=False)[0]['msg']})") from None
+    return records
