@@ -23,6 +23,7 @@ from pydantic import ValidationError
 
 from zelda_rlaif.errors import ObjectNotFound
 from zelda_rlaif.events import RewardModelUpdated, SegmentJudged, SegmentScored
+from zelda_rlaif.scores import read_epoch_scores
 from zelda_rlaif.storage import ObjectStore, keys
 from zelda_rlaif.verdicts import VerdictRecord
 
@@ -61,21 +62,13 @@ def read_judge_figures(store: ObjectStore, run_id: str, epoch: int) -> dict[str,
             continue
         except ValidationError as exc:
             unreadable.append(f"{key}: {exc.errors()[0]['msg']}")
-    scored: list[SegmentScored] = []
-    try:
-        lines = store.get_bytes(keys.epoch_scores(run_id, epoch)).decode("utf-8", errors="replace").splitlines()
-    except ObjectNotFound:
-        lines = []
-    for number, line in enumerate(lines, start=1):
-        if line.strip():
-            try:
-                scored.append(SegmentScored.model_validate_json(line))
-            except ValidationError as exc:
-                unreadable.append(f"{keys.epoch_scores(run_id, epoch)} line {number}: {exc.errors()[0]['msg']}")
+    scores = read_epoch_scores(store, run_id, epoch)
+    if scores is not None:
+        unreadable += scores.unreadable
     if unreadable:
         log.warning("epoch %d of run %s: %d judge records are unreadable and left out of the judge figures, "
                     "first: %s", epoch, run_id, len(unreadable), unreadable[0])
-    return judge_figures(verdicts, scored)
+    return judge_figures(verdicts, scores.rows if scores is not None else [])
 
 
 def read_epoch_figures(store: ObjectStore, run_id: str, epoch: int,

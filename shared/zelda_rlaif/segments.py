@@ -56,15 +56,20 @@ class StepRecord(BaseModel):
     observation: list[float] = Field(min_length=OBSERVATION_SIZE, max_length=OBSERVATION_SIZE)
 
 
-
 class StateLogError(ValueError):
-    """A state log line is not a ``StepRecord``."""
+    """A state log line is not a ``StepRecord``. ``line`` is its number (from 1) and ``records_before`` the
+    records above it, for a reader that shows what it can rather than nothing."""
+
+    def __init__(self, message: str, line: int, records_before: list[StepRecord]) -> None:
+        super().__init__(message)
+        self.line = line
+        self.records_before = records_before
 
 
 def parse_state_log(raw: bytes) -> list[StepRecord]:
     """The records of a ``states.jsonl`` (blank lines skipped). Raises ``StateLogError`` naming the first bad
-    line; callers decide whether that ends the segment or only their view of it."""
-    records = []
+    line; callers decide whether that ends the segment or only their view of it (``records_before``)."""
+    records: list[StepRecord] = []
     for number, line in enumerate(raw.splitlines(), start=1):
         if not line.strip():
             continue
@@ -72,5 +77,5 @@ def parse_state_log(raw: bytes) -> list[StepRecord]:
             records.append(StepRecord.model_validate_json(line))
         except ValidationError as exc:
             raise StateLogError(f"line {number} is not a step record ({exc.error_count()} errors, first: "
-                                f"{exc.errors(include_url=False)[0]['msg']})") from None
+                                f"{exc.errors(include_url=False)[0]['msg']})", number, records) from None
     return records

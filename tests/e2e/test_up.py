@@ -18,11 +18,11 @@ import pytest
 from rich.console import Console
 
 from zelda_rlaif.episodes import EpisodeRecord, EpisodeStats, EpochReport
-from zelda_rlaif.events import EpochExported, JudgeKind, LiveMetrics, SegmentExported
+from zelda_rlaif.events import EpochExported, JudgeKind, LiveMetrics, SegmentExported, SegmentScored
 from zelda_rlaif.segments import StepRecord
 from zelda_rlaif.settings import StoreSettings
 from zelda_rlaif.storage import keys, open_store
-from zelda_rlaif.up.summary import RunSummary, agent_table
+from zelda_rlaif.up.summary import RunSummary, agent_table, build_summary
 from zelda_rlaif.up.supervisor import UpOptions, progress_table
 from zelda_rlaif.up.watch import PipelineWatch
 
@@ -156,3 +156,19 @@ def test_the_live_table_shows_steps_and_episodes_for_every_epoch(tmp_path: Path)
     assert " 4096 " in row_of(lines, 1) and " 513 " in row_of(lines, 1) and " 2.00 " in row_of(lines, 1)
     assert f" {(0.5 + 0) / 6:.2f} " in row_of(lines, 1), "the milestone score: take_key in half the episodes"
     assert " 5000 " in row_of(lines, 2) and " 300 " in row_of(lines, 2) and f" {2 / 6:.2f} " in row_of(lines, 2)
+
+
+def test_the_summary_counts_each_scored_segment_once(tmp_path: Path) -> None:
+    """A segment scored twice in ``scores.jsonl`` counts once; a line that is not a score is left out (the
+    judge figures warn of it); an epoch not closed yet has none."""
+    store = open_store(StoreSettings(url=(tmp_path / "store").as_uri()))
+    rows = [SegmentScored(run_id="r", epoch=0, segment_id=segment_id, combined=0.5, dimensions={"progress": 0.5},
+                          weights={"progress": 1.0}).model_dump_json().encode() for segment_id in ("a", "b", "a")]
+    store.put_bytes(keys.epoch_scores("r", 0), b"\n".join([*rows, b"{}"]))
+    watch = PipelineWatch("r")
+    for epoch in (0, 1):
+        watch.epochs_exported[epoch] = EpochExported(run_id="r", epoch=epoch, segments_exported=3,
+                                                     env_steps=2048 * (epoch + 1), episodes=8)
+    summary = build_summary("r", tmp_path, store, watch, hud_port=1)
+    assert [(row.epoch, row.segments_scored) for row in summary.epochs] == [(0, 2), (1, 0)]
+    assert summary.epochs[0].figures["judge/combined"] == 0.5

@@ -125,6 +125,18 @@ def test_missing_pieces_are_drawn_as_missing_with_a_note(files: FileStore) -> No
     assert len(gif_frames(replay_bytes(files, "r", "seg", 0))) == 1 + len(JudgeKind)  # the cards still play
 
 
+def test_a_bad_state_log_line_ends_the_panel_there(files: FileStore) -> None:
+    write_segment(files, run_id="r", epoch=0, segment_id="seg", steps=60, frame_every=20)
+    key = keys.segment_states("r", 0, "seg")
+    lines = files.get_bytes(key).splitlines()
+    lines[25] = b'{"step": 25}'
+    files.put_bytes(key, b"\n".join(lines))
+    replay = load_replay(files, "r", "seg", 0)
+    assert [s.step for s in replay.steps] == list(range(25))
+    [note] = replay.notes
+    assert note.startswith(f"{key}: line 26 is not a step record") and note.endswith("the state log stops there")
+
+
 def test_segment_not_found_says_where_it_looked(files: FileStore) -> None:
     write_segment(files, run_id="r", epoch=2, segment_id="seg")
     with pytest.raises(SegmentNotFound, match=r"no segment 'other' in run 'r' of the store file://"):

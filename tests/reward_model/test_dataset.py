@@ -40,7 +40,7 @@ def test_missing_or_garbled_scores_are_refused(store: ObjectStore) -> None:
     with pytest.raises(DatasetError, match=r"scores\.jsonl is missing .* republish scores\.ready"):
         load_window(store, "run", 0, earlier_epochs=0)
     store.put_bytes(keys.epoch_scores("run", 0), b'{"run_id": "run", "epoch": 0}\n')
-    with pytest.raises(DatasetError, match="line 1 is not a SegmentScored"):
+    with pytest.raises(DatasetError, match=r"line 1: not a SegmentScored .* republish scores\.ready"):
         load_window(store, "run", 0, earlier_epochs=0)
     write_judged_epoch(store, "other", 0, 2)
     store.put_bytes(keys.epoch_scores("run", 0), store.get_bytes(keys.epoch_scores("other", 0)))

@@ -13,6 +13,7 @@ from pydantic import ValidationError
 from zelda_hud.cache import FinalViews
 from zelda_rlaif.errors import ObjectNotFound
 from zelda_rlaif.events import SegmentExported, SegmentScored
+from zelda_rlaif.scores import read_epoch_scores
 from zelda_rlaif.storage import ObjectStore, keys
 
 SegmentList = dict[str, Any]
@@ -47,12 +48,12 @@ def list_segments(store: ObjectStore, run_id: str, epoch: int, final: FinalViews
             segment_id, _, kind = key.removeprefix(verdicts).partition("/")
             verdict_kinds[segment_id].append(kind.removesuffix(".json"))
 
-    closed = store.exists(keys.epoch_scores(run_id, epoch))
+    closed_scores = read_epoch_scores(store, run_id, epoch)
+    closed = closed_scores is not None
     scored: dict[str, SegmentScored] = {}
-    if closed:
-        rows, bad = read_scores(store, run_id, epoch)
-        scored = {r.segment_id: r for r in rows}
-        unreadable += [f"{keys.epoch_scores(run_id, epoch)} line {line}: {error}" for line, error in bad]
+    if closed_scores is not None:
+        scored = {r.segment_id: r for r in closed_scores.rows}
+        unreadable += closed_scores.unreadable
     else:  # still being judged: the scores so far, one object per segment
         for key in scored_keys:
             try:
@@ -102,21 +103,3 @@ def list_segments(store: ObjectStore, run_id: str, epoch: int, final: FinalViews
         final.put((run_id, epoch), result)
     return result
 
-
-def read_scores(store: ObjectStore, run_id: str, epoch: int) -> tuple[list[SegmentScored], list[tuple[int, str]]]:
-    """The epoch's ``scores.jsonl`` as validated rows (none when it is not stored), and (line number, error) of each
-    row that does not validate, so it is reported rather than dropped silently."""
-    try:
-        raw = store.get_bytes(keys.epoch_scores(run_id, epoch))
-    except ObjectNotFound:
-        return [], []
-    rows: list[SegmentScored] = []
-    invalid: list[tuple[int, str]] = []
-    for number, line in enumerate(raw.decode("utf-8", errors="replace").splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            rows.append(SegmentScored.model_validate_json(line))
-        except ValidationError as exc:
-            invalid.append((number, f"{exc.error_count()} errors, first: {exc.errors()[0]['msg']}"))
-    return rows, invalid

@@ -19,7 +19,7 @@ from zelda_judge.summary import SegmentSummary, summarize
 from zelda_rlaif.bus import PermanentFailure
 from zelda_rlaif.errors import ObjectNotFound
 from zelda_rlaif.events import SegmentExported, SegmentRef
-from zelda_rlaif.segments import StepRecord
+from zelda_rlaif.segments import StateLogError, StepRecord, parse_state_log
 from zelda_rlaif.storage import keys
 from zelda_rlaif.storage.base import ObjectStore
 
@@ -113,17 +113,10 @@ class SegmentReader:
 
     async def _records(self, ref: SegmentRef) -> list[StepRecord]:
         raw = await self._get(ref, keys.segment_states(ref.run_id, ref.epoch, ref.segment_id))
-        records = []
-        for number, line in enumerate(raw.splitlines(), start=1):
-            if not line.strip():
-                continue
-            try:
-                records.append(StepRecord.model_validate_json(line))
-            except ValidationError as exc:
-                raise PermanentFailure(
-                    f"line {number} of the state log of segment {ref.segment_id} is invalid: {exc}"
-                ) from None
-        return records
+        try:
+            return parse_state_log(raw)
+        except StateLogError as exc:
+            raise PermanentFailure(f"the state log of segment {ref.segment_id} is invalid: {exc}") from None
 
 
 def select_key_frames(frame_steps: Sequence[int], summary: SegmentSummary, limit: int) -> list[int]:

@@ -14,11 +14,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
-from pydantic import ValidationError
 
 from zelda_rlaif.errors import ObjectNotFound, ZeldaRlaifError
 from zelda_rlaif.events import SegmentScored
-from zelda_rlaif.segments import OBSERVATION_SIZE, StepRecord
+from zelda_rlaif.scores import read_epoch_scores
+from zelda_rlaif.segments import OBSERVATION_SIZE, StateLogError, parse_state_log
 from zelda_rlaif.storage import keys
 from zelda_rlaif.storage.base import ObjectStore
 
@@ -54,38 +54,10 @@ def window(epoch: int, earlier: int) -> list[int]:
     return list(range(max(0, epoch - earlier), epoch + 1))
 
 
-def read_scores(store: ObjectStore, run_id: str, epoch: int) -> list[SegmentScored] | None:
-    """The epoch's scored segments (the last line wins for a repeated id), or ``None`` if there is no file."""
-    key = keys.epoch_scores(run_id, epoch)
-    try:
-        raw = store.get_bytes(key)
-    except ObjectNotFound:
-        return None
-    by_segment: dict[str, SegmentScored] = {}
-    for number, line in enumerate(raw.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            scored = SegmentScored.model_validate_json(line)
-        except ValidationError as exc:
-            raise DatasetError(
-                f"{key} line {number} is not a SegmentScored record ({exc.errors(include_url=False)[0]['msg']}); "
-                "fix or rewrite the file, then republish scores.ready"
-            ) from exc
-        if scored.run_id != run_id or scored.epoch != epoch:
-            raise DatasetError(
-                f"{key} line {number} belongs to run {scored.run_id!r} epoch {scored.epoch}, "
-                f"not run {run_id!r} epoch {epoch}; the file was written to the wrong place"
-            )
-        by_segment[scored.segment_id] = scored
-    return list(by_segment.values())
-
-
 def read_observations(store: ObjectStore, run_id: str, epoch: int, segment_id: str) -> npt.NDArray[np.float32]:
     """The ``(steps, 128)`` observations of a segment's state log."""
-    raw = store.get_bytes(keys.segment_states(run_id, epoch, segment_id))
-    rows = [StepRecord.model_validate_json(line).observation for line in raw.splitlines() if line.strip()]
-    return np.asarray(rows, dtype=np.float32).reshape(len(rows), OBSERVATION_SIZE)
+    records = parse_state_log(store.get_bytes(keys.segment_states(run_id, epoch, segment_id)))
+    return np.asarray([r.observation for r in records], dtype=np.float32).reshape(len(records), OBSERVATION_SIZE)
 
 
 def _observations_or_reason(
@@ -96,8 +68,8 @@ def _observations_or_reason(
         observations = read_observations(store, run_id, scored.epoch, scored.segment_id)
     except ObjectNotFound:
         return f"state log {key} is missing"
-    except ValidationError as exc:
-        return f"state log {key} has an invalid record: {exc.errors(include_url=False)[0]['msg']}"
+    except StateLogError as exc:
+        return f"state log {key}: {exc}"
     if observations.shape[0] == 0:
         return f"state log {key} is empty"
     if not np.all(np.isfinite(observations)):
@@ -112,8 +84,8 @@ def load_window(
     scored: dict[str, SegmentScored] = {}
     seen_epochs: list[int] = []
     for e in window(epoch, earlier_epochs):
-        rows = read_scores(store, run_id, e)
-        if rows is None:
+        scores = read_epoch_scores(store, run_id, e)
+        if scores is None:
             if e == epoch:
                 raise DatasetError(
                     f"{keys.epoch_scores(run_id, e)} is missing in {store.url}; the judge writes it before "
@@ -121,8 +93,11 @@ def load_window(
                 )
             log.info("no scores for earlier epoch %d; the window starts later", e)
             continue
+        if scores.unreadable:  # refused, not trained on in part: a dropped line would go unnoticed
+            more = f" (and {len(scores.unreadable) - 1} more unreadable lines)" if len(scores.unreadable) > 1 else ""
+            raise DatasetError(f"{scores.unreadable[0]}{more}; fix or rewrite the file, then republish scores.ready")
         seen_epochs.append(e)
-        for row in rows:
+        for row in scores.rows:
             scored[row.segment_id] = row  # a later epoch wins if an id ever repeats
 
     skipped: dict[str, str] = {}

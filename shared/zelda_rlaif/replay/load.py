@@ -14,7 +14,7 @@ from zelda_rlaif.errors import ObjectNotFound, ZeldaRlaifError
 from zelda_rlaif.events import JudgeKind, SegmentExported, SegmentScored
 from zelda_rlaif.replay.milestones import milestone_marks, profile_milestones
 from zelda_rlaif.replay.model import KindVerdict, Replay, ReplayStep
-from zelda_rlaif.segments import StepRecord
+from zelda_rlaif.segments import StateLogError, parse_state_log
 from zelda_rlaif.storage import ObjectStore, keys
 from zelda_rlaif.verdicts import UnjudgedRecord, VerdictRecord
 
@@ -112,19 +112,13 @@ def _steps(store: ObjectStore, manifest: SegmentExported, notes: list[str]) -> l
     except ObjectNotFound:
         notes.append(f"the state log {key} is missing: the panel shows no state")
         return []
-    steps = []
-    for number, line in enumerate(raw.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            record = StepRecord.model_validate_json(line)
-        except ValidationError as exc:
-            notes.append(f"line {number} of {key} is not a step record ({_first_error(exc)}): the state log stops "
-                         "there")
-            break
-        steps.append(ReplayStep(step=record.step, action_name=record.action_name, reward=record.reward,
-                                components=record.components, state=record.state))
-    return steps
+    try:
+        records = parse_state_log(raw)
+    except StateLogError as exc:
+        notes.append(f"{key}: {exc}: the state log stops there")
+        records = exc.records_before
+    return [ReplayStep(step=r.step, action_name=r.action_name, reward=r.reward, components=r.components,
+                       state=r.state) for r in records]
 
 
 def _verdict(store: ObjectStore, manifest: SegmentExported, kind: JudgeKind, unjudged: UnjudgedRecord | None,

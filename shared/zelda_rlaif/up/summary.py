@@ -18,6 +18,7 @@ from zelda_rlaif.episodes import EpochReport
 from zelda_rlaif.errors import ObjectNotFound
 from zelda_rlaif.events import LiveMetrics
 from zelda_rlaif.judge_figures import read_epoch_figures
+from zelda_rlaif.scores import read_epoch_scores
 from zelda_rlaif.storage import ObjectStore, keys
 from zelda_rlaif.up import figures
 from zelda_rlaif.up.watch import PipelineWatch
@@ -62,17 +63,14 @@ def build_summary(run_id: str, run_dir: Path, store: ObjectStore, watch: Pipelin
     epochs = sorted(set(watch.epochs_exported) | set(watch.scores_ready) | set(watch.reward_models))
     rows = []
     for epoch in epochs:
-        try:
-            scores = store.get_jsonl(keys.epoch_scores(run_id, epoch))
-        except ObjectNotFound:
-            scores = []
+        scores = read_epoch_scores(store, run_id, epoch)  # unreadable lines: read_epoch_figures warns of them
         exported = watch.epochs_exported.get(epoch)
         model = watch.reward_models.get(epoch)
         rows.append(EpochSummary(
             epoch=epoch,
             report=watch.reports.get(epoch) or _report(store, run_id, epoch),
             segments_exported=exported.segments_exported if exported else watch.exported[epoch],
-            segments_scored=len(scores),
+            segments_scored=len(scores.rows) if scores is not None else 0,
             segments_unjudged=sum(1 for _ in store.list(keys.unjudged_segments(run_id, epoch))),
             scores_ready_events=len(watch.scores_ready.get(epoch, [])),
             reward_model_accepted=model.accepted if model else None,
