@@ -12,6 +12,7 @@ from zelda_trainer.callbacks import ZeldaCallbacks
 from zelda_trainer.env_config import training_env_config
 from zelda_trainer.env_runner import ZeldaEnvRunner
 from zelda_trainer.rl_module import ZeldaMLPModule
+from zelda_trainer.self_imitation import CONFIG_KEY, SelfImitationLearner
 from zelda_trainer.settings import TrainerSettings
 from zelda_trainer.vector_env import ENV_NAME, make_training_vector_env
 
@@ -67,6 +68,9 @@ def build_config(settings: TrainerSettings, profile: str, epoch: int) -> PPOConf
             train_batch_size_per_learner=ppo.train_batch_size,
             minibatch_size=ppo.minibatch_size,
             num_epochs=ppo.num_epochs,
+            # PPO's loss plus self-imitation on the best judged segments (unchanged PPO until weight > 0).
+            learner_class=SelfImitationLearner,
+            learner_config_dict={CONFIG_KEY: {**settings.self_imitation.model_dump(), "seed": settings.seed}},
         )
         .rl_module(rl_module_spec=RLModuleSpec(module_class=ZeldaMLPModule, model_config={"hidden": ppo.hidden}))
         .callbacks(ZeldaCallbacks)

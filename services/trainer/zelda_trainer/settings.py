@@ -20,7 +20,7 @@ from enum import StrEnum
 from pathlib import Path
 from urllib.parse import urlparse
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from zelda_rlaif.game.guidance.config import GuidanceConfig
@@ -48,6 +48,19 @@ class PPOSettings(BaseSettings):
     hidden: int = Field(256, ge=8, description="width of the 2 hidden layers")
 
     model_config = SettingsConfigDict(env_prefix="ZELDA_TRAINER_PPO_", extra="ignore", populate_by_name=True)
+
+
+class SelfImitationSettings(BaseModel):
+    """Self-imitation on the best judged segments (``zelda_trainer.self_imitation``): nested, e.g.
+    ZELDA_TRAINER_SELF_IMITATION__WEIGHT=0.5."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    weight: float = Field(0.0, ge=0, description="weight of the self-imitation loss added to PPO's; 0: off")
+    top_k: int = Field(8, ge=1, description="judged segments kept: the K with the best combined score so far")
+    batch_size: int = Field(256, ge=1, description="steps of the kept segments drawn for each PPO minibatch")
+    value_coeff: float = Field(0.01, ge=0, description="weight of the value term within the self-imitation loss "
+                               "(0.01 as in Oh et al., 2018)")
 
 
 class TrainerSettings(BaseSettings):
@@ -104,6 +117,7 @@ class TrainerSettings(BaseSettings):
 
     ppo: PPOSettings = Field(default_factory=PPOSettings)
     rewards: RewardConfig = Field(default_factory=RewardConfig)
+    self_imitation: SelfImitationSettings = Field(default_factory=SelfImitationSettings)
     # Online LLM guidance, nested too (ZELDA_TRAINER_GUIDANCE__ENABLED=true); its API key is read by the env
     # runners from ZELDA_GUIDANCE_LLM_API_KEY, never shipped in the env config.
     guidance: GuidanceConfig = Field(default_factory=GuidanceConfig)

@@ -34,6 +34,7 @@ from zelda_trainer import checkpoints, metrics
 from zelda_trainer.evaluation.during_training import TrainingEvaluator
 from zelda_trainer.progress import ConsoleProgress, epoch_line
 from zelda_trainer.reward_models import LoadedModel, RewardModelFollower
+from zelda_trainer.self_imitation import BestSegments
 from zelda_trainer.settings import ShapingMode, TrainerSettings
 from zelda_trainer.trackers import RunStatus, open_trackers
 from zelda_trainer.training_env import Completed
@@ -86,6 +87,9 @@ class Trainer:
         self._announced: set[str] = set()
         self._rooms: set[tuple[int, int]] = set()
         self._applied_model: LoadedModel | None = None
+        imitation = settings.self_imitation
+        self.best_segments = BestSegments(self.store, self.run_id, imitation.top_k, settings.ppo.gamma) \
+            if imitation.weight > 0 else None
         self._env_steps = 0
         self._algo: Any = None
         # Set on resume: the saved policy's fingerprint and what each env runner samples with after the sync.
@@ -201,6 +205,7 @@ class Trainer:
         epoch_started = time.monotonic()  # after a sync-mode wait: steps/s measure training, not waiting
         while True:
             await self._apply_newest_model(follower)
+            await self._update_best_segments(follower)
             iteration_started = time.monotonic()
             before = steps
             result = await asyncio.to_thread(algo.train)
@@ -248,6 +253,20 @@ class Trainer:
         await asyncio.to_thread(self._foreach_env, "set_reward_model", newest.data, newest.epoch)
         self._applied_model = newest
         log.info("reward model of epoch %d loaded into every env", newest.epoch)
+
+    async def _update_best_segments(self, follower: RewardModelFollower) -> None:
+        """Self-imitation: once the reward-model service answered an epoch, its scores are closed; let its
+        segments compete for the kept K and hand the learner the new set."""
+        best = self.best_segments
+        judged = [epoch for epoch in follower.updates if epoch not in best.epochs_read] if best else []
+        if best is None or not judged or not await asyncio.to_thread(best.add_epochs, judged):
+            return
+        data = best.data()
+        await asyncio.to_thread(self._algo.learner_group.foreach_learner,
+                                lambda learner: learner.set_imitation_data(data))
+        log.info("self-imitation on the %d best judged segments (%d steps, combined scores %.2f-%.2f, epochs read: "
+                 "%s)", len(data.segment_ids), len(data), min(data.combined), max(data.combined),
+                 sorted(best.epochs_read))
 
     async def _reconcile_segments(self, bus: Bus, epoch: int) -> int:
         """At the end of an epoch (the last iteration's segments are already announced): one listing of the
