@@ -2,22 +2,31 @@
 
     python bench/bench_learning.py [--epochs 2] [--steps-per-epoch 16384] [--seeds 0 1 2] [--eval-episodes 32]
     python bench/bench_learning.py --quick          # smoke test: 1 seed, 1 tiny epoch, 4 eval episodes
+    python bench/bench_learning.py --arms full random --sil-weight 0.5 --plot learning.png
 
 Arms, each trained in its own ``zelda-rlaif up`` (its own processes, run directory and ``ZELDA_TRAINER_SEED``):
 
 1. ``full``: the whole loop, rules judges -> reward model -> shaping.
 2. ``no_shaping``: the same ``up`` with ``ZELDA_TRAINER_REWARDS__SHAPING=0``: judges and reward model still run,
    only the shaping is off, so the arms differ in one thing (this is plain PPO on the env reward).
-3. ``self_imitation``: the full loop plus self-imitation on the top-K judged segments: NOT YET IMPLEMENTED
-   (issue 20); it gets its row in ``ARMS`` once the trainer has the setting.
-4. ``random``: ``zelda-rlaif eval --policy random`` on the first ``full`` run's directory (same game, same seeds).
+3. ``self_imitation``: the full loop plus self-imitation on the top-K judged segments, with
+   ``ZELDA_TRAINER_SELF_IMITATION__WEIGHT`` set to ``--sil-weight`` (K: the trainer's default).
+4. ``random``: ``zelda-rlaif eval --policy random`` on the first trained run's directory (same game, same seeds).
+
+``--arms`` runs a subset (the random arm needs a trained arm beside it for its run directory).
 
 Every arm is then evaluated by ``zelda-rlaif eval --epoch latest`` with the same ``--seed`` and ``--episodes``, so
 all arms play the same episode seeds. Prints per arm each test-world milestone's fraction of eval episodes, rooms,
 env return and episode length as mean and min-max over the training seeds, plus wall time (training and
-evaluation, summed over seeds); writes ``results.json`` and ``results.md`` into ``--out``. Expect (2 cores, the
-defaults: ~7 minutes) both trained arms to take the key in ~75-97% of eval episodes, no later milestone, and the
-random policy nothing; docs/results.md keeps the measured tables. ``--quick`` takes ~80 s.
+evaluation, summed over seeds); writes ``results.json`` and ``results.md`` into ``--out``.
+
+Learning curves: after each training run the bench reads its per-epoch ``EpochReport``s (``learning_curves.py``),
+keeps them in ``results.json`` (per arm and seed: env steps -> each milestone's fraction of that epoch's *training*
+episodes, and rooms per episode) and draws them into ``--plot`` (a PNG; needs ``pip install -e '.[bench]'``).
+
+Expect (2 cores, ``full``, ``no_shaping`` and ``random`` at the defaults: ~7 minutes) both trained arms to take the
+key in ~75-97% of eval episodes, no later milestone, and the random policy nothing; docs/results.md keeps the
+measured tables. ``--quick`` takes ~40 s per trained arm.
 """
 
 from __future__ import annotations
@@ -33,6 +42,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/ is no installed package
+
+from bench.learning_curves import plot, read_curve
 
 
 @dataclass(frozen=True)
@@ -42,13 +54,18 @@ class Arm:
     env: dict[str, str] = field(default_factory=dict)  # trainer settings that make this arm differ
 
 
-# The trained arms. Arm 3 (self-imitation on the top-K judged segments) is added here once it exists.
-ARMS = (
-    Arm("full", "full loop (judges -> reward model -> shaping)"),
-    Arm("no_shaping", "shaping off (plain PPO on the env reward)", {"ZELDA_TRAINER_REWARDS__SHAPING": "0"}),
-)
+def trained_arms(sil_weight: float) -> tuple[Arm, ...]:
+    """The arms that train, in table order; ``sil_weight``: the self-imitation arm's loss weight."""
+    return (
+        Arm("full", "full loop (judges -> reward model -> shaping)"),
+        Arm("no_shaping", "shaping off (plain PPO on the env reward)", {"ZELDA_TRAINER_REWARDS__SHAPING": "0"}),
+        Arm("self_imitation", "full loop + self-imitation on the top-K judged segments",
+            {"ZELDA_TRAINER_SELF_IMITATION__WEIGHT": str(sil_weight)}),
+    )
+
+
 RANDOM = Arm("random", "random policy")
-NOT_YET = ("self_imitation",)
+ARM_NAMES = (*(arm.name for arm in trained_arms(0.0)), RANDOM.name)
 
 # --quick: the smallest epoch the settings accept with short segments and episodes (as tests/e2e/test_up.py):
 # 2 runners x 4 emulators x 256 steps, room for 2 segments of 100 steps each; episodes of 200 steps.
@@ -108,7 +125,9 @@ def spread(values: list[float]) -> dict[str, float]:
     return {"mean": statistics.fmean(values), "min": min(values), "max": max(values)}
 
 
-def summarize(arm: Arm, reports: list[dict], train_s: float, eval_s: float) -> dict:
+def summarize(arm: Arm, reports: list[dict], train_s: float, eval_s: float, curves: list[dict]) -> dict:
+    """The arm's row: the eval ``reports`` over seeds, and ``curves``, per seed its training curve (none for the
+    random policy)."""
     episodes = [report["episodes"] for report in reports]
     milestones = list(episodes[0]["milestones"])
     return {
@@ -116,6 +135,7 @@ def summarize(arm: Arm, reports: list[dict], train_s: float, eval_s: float) -> d
         "env_steps": reports[0]["env_steps"] if arm is not RANDOM else None,
         "milestones": {name: spread([e["milestones"][name] for e in episodes]) for name in milestones},
         **{figure: spread([e[figure] for e in episodes]) for figure in FIGURES},
+        "curves": curves,
     }
 
 
@@ -140,11 +160,14 @@ def markdown(rows: list[dict]) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0],
-                                     epilog=f"arms: {', '.join(arm.name for arm in (*ARMS, RANDOM))}; arm 3 "
-                                     f"({', '.join(NOT_YET)}: self-imitation on the top-K judged segments) is not "
-                                     "yet implemented")
+                                     epilog="arms: " + "; ".join(f"{arm.name}: {arm.what}"
+                                                                 for arm in (*trained_arms(0.0), RANDOM)))
     parser.add_argument("--out", type=Path, default=Path("runs/bench_learning"),
                         help="each arm x seed's run directory goes under OUT/<arm>/seed<N>; results.json/.md here")
+    parser.add_argument("--arms", nargs="+", choices=ARM_NAMES, default=list(ARM_NAMES),
+                        help="the arms to run (default all); random needs a trained arm for its run directory")
+    parser.add_argument("--sil-weight", type=float, default=0.5,
+                        help="self_imitation arm: ZELDA_TRAINER_SELF_IMITATION__WEIGHT (> 0; 0 would be the full arm)")
     parser.add_argument("--epochs", type=int, default=2, help="epochs per training run")
     parser.add_argument("--steps-per-epoch", type=int, default=16384, help="env steps per epoch")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2], help="training seeds (ZELDA_TRAINER_SEED)")
@@ -152,52 +175,67 @@ def main() -> None:
     parser.add_argument("--eval-seed", type=int, default=0, help="eval seed, the same for every arm")
     parser.add_argument("--finish-timeout", type=float, default=120,
                         help="seconds `up` waits after training for the last scores and reward model")
+    parser.add_argument("--plot", type=Path, default=None,
+                        help="PNG of the learning curves (training episodes per epoch); default OUT/learning.png")
     parser.add_argument("--quick", action="store_true",
                         help="smoke test: 1 seed, 1 epoch of 2048 steps with short segments and episodes, "
                         "4 eval episodes (overrides the budget flags)")
     args = parser.parse_args()
+    arms = [arm for arm in trained_arms(args.sil_weight) if arm.name in args.arms]
+    if not arms:
+        parser.error("--arms random alone has no run directory to play in: add a trained arm (e.g. --arms full random)")
+    if "self_imitation" in args.arms and args.sil_weight <= 0:
+        parser.error(f"--sil-weight {args.sil_weight}: give a weight > 0 (0 turns self-imitation off: the full arm)")
     base_env: dict[str, str] = {}
     if args.quick:
         args.epochs, args.steps_per_epoch, args.seeds, args.eval_episodes = 1, QUICK_STEPS_PER_EPOCH, [0], 4
         base_env = dict(QUICK_ENV)
     args.out = args.out.resolve()
-    taken = [args.out / arm.name for arm in ARMS if (args.out / arm.name).exists()]
+    args.plot = (args.plot or args.out / "learning.png").resolve()
+    taken = [args.out / arm.name for arm in arms if (args.out / arm.name).exists()]
     if taken:
         # `up` would continue or mix with an earlier run there; every arm must start from nothing.
         raise SystemExit(f"{', '.join(map(str, taken))} already holds runs: remove it or pass another --out")
 
     rows = []
-    first_run: Path | None = None
-    for arm in ARMS:
-        reports, train_s, eval_s = [], 0.0, 0.0
+    for arm in arms:
+        reports, curves, train_s, eval_s = [], [], 0.0, 0.0
         for seed in args.seeds:
             run_dir, wall = train(arm, seed, args, base_env)
-            first_run = first_run or run_dir
+            curves.append({"seed": seed, "points": read_curve(run_dir)})
             report, eval_wall = evaluate(run_dir, args, base_env, random=False)
             reports.append(report)
             train_s, eval_s = train_s + wall, eval_s + eval_wall
             print(f"{arm.name} seed {seed}: trained {wall:.0f} s, eval {eval_wall:.0f} s: "
                   f"{report['episodes']['milestones']}", flush=True)
-        rows.append(summarize(arm, reports, train_s, eval_s))
-    assert first_run is not None  # ARMS is not empty
-    # The random policy does not depend on the training seed: one evaluation, on the first run's game and seeds.
-    report, eval_wall = evaluate(first_run, args, base_env, random=True)
-    rows.append(summarize(RANDOM, [report], 0.0, eval_wall))
+        rows.append(summarize(arm, reports, train_s, eval_s, curves))
+    if RANDOM.name in args.arms:
+        # The random policy does not depend on the training seed: one evaluation, on the first run's game and seeds.
+        report, eval_wall = evaluate(args.out / arms[0].name / f"seed{args.seeds[0]}", args, base_env, random=True)
+        rows.append(summarize(RANDOM, [report], 0.0, eval_wall, []))
 
     budget = (f"{args.epochs} epochs x {args.steps_per_epoch} env steps, training seeds {args.seeds}, "
               f"{args.eval_episodes} eval episodes (eval seed {args.eval_seed}, sampled actions, latest checkpoint)"
+              + (f", self-imitation weight {args.sil_weight}" if "self_imitation" in args.arms else "")
               + (", --quick" if args.quick else ""))
     table = markdown(rows)
+    shown = args.plot.relative_to(args.out) if args.plot.is_relative_to(args.out) else args.plot
     note = ("Cells: mean over training seeds (min-max where they differ). Milestones: fraction of eval episodes "
             "reaching each. Times: wall seconds summed over seeds (train: the whole `zelda-rlaif up`, start-up, judges "
-            "and reward model included). Arm 3 (self-imitation) is not yet implemented.")
+            f"and reward model included). Learning curves: {shown} plots per epoch the fraction of that epoch's "
+            "training episodes reaching each milestone, and rooms per episode, against env steps (mean and min-max "
+            "over seeds); results.json holds them per seed under `curves`.")
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "results.json").write_text(json.dumps({"budget": budget, "arms": rows}, indent=2))
     (args.out / "results.md").write_text(f"{budget}\n\n{table}\n\n{note}\n")
     print(budget)
     print(table)
     print(note)
-    print(f"written: {args.out / 'results.json'}, {args.out / 'results.md'}")
+    # Last, so that the results are written even where matplotlib is missing.
+    plot(rows, args.plot, "Training episodes per epoch (not the eval of the table): fraction reaching each milestone\n"
+         f"{args.epochs} epochs x {args.steps_per_epoch} env steps, training seeds {args.seeds}; "
+         "dashed: the random policy's eval")
+    print(f"written: {args.out / 'results.json'}, {args.out / 'results.md'}, {args.plot}")
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
-"""``bench/bench_learning.py --quick`` end to end: both trained arms run ``zelda-rlaif up`` and ``zelda-rlaif eval``
-in their own processes, the random policy is evaluated on the first run, and the table is written as JSON and
-Markdown. About 80 s on 2 cores; learning quality is the benchmark's business, not this test's.
+"""``bench/bench_learning.py --quick`` end to end: the three trained arms run ``zelda-rlaif up`` and ``zelda-rlaif
+eval`` in their own processes, the random policy is evaluated on the first run, the table is written as JSON and
+Markdown and the learning curves as a PNG. About 2 minutes on 2 cores; learning quality is the benchmark's business,
+not this test's.
 """
 
 from __future__ import annotations
@@ -24,18 +25,28 @@ def test_quick_bench_evaluates_every_arm_on_the_same_episodes(tmp_path: Path) ->
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
 
     rows = json.loads((out / "results.json").read_text())["arms"]
-    assert [row["arm"] for row in rows] == ["full", "no_shaping", "random"]
+    assert [row["arm"] for row in rows] == ["full", "no_shaping", "self_imitation", "random"]
     for row in rows:
         assert list(row["milestones"]) == MILESTONES
         assert all(0.0 <= s["min"] <= s["mean"] <= s["max"] <= 1.0 for s in row["milestones"].values())
         assert row["seeds"] == 1 and row["eval_s"] > 0
     assert rows[0]["env_steps"] >= 2048 and rows[0]["train_s"] > 0
 
+    # Each trained arm's learning curve: its one epoch's training episodes, at the run's env steps.
+    for row in rows[:-1]:
+        [curve] = row["curves"]
+        [point] = curve["points"]
+        assert curve["seed"] == 0 and point["epoch"] == 0 and point["env_steps"] == row["env_steps"]
+        assert point["episodes"] > 0 and list(point["milestones"]) == MILESTONES and point["rooms_mean"] >= 1
+    assert rows[-1]["curves"] == []
+    assert (out / "learning.png").read_bytes().startswith(b"\x89PNG")
+
     # Every arm played the same eval episode seeds, and the shaping-off arm really trained without shaping.
-    reports = {arm: json.loads(next((out / arm / "seed0" / "eval").glob(f"{prefix}*-4x-seed0.json")).read_text())
-               for arm, prefix in (("full", "epoch_"), ("no_shaping", "epoch_"))}
+    reports = {arm: json.loads(next((out / arm / "seed0" / "eval").glob("epoch_*-4x-seed0.json")).read_text())
+               for arm in ("full", "no_shaping", "self_imitation")}
     random_report = json.loads(next((out / "full" / "seed0" / "eval").glob("random-*.json")).read_text())
-    assert reports["full"]["seeds"] == reports["no_shaping"]["seeds"] == random_report["seeds"]
+    assert all(report["seeds"] == random_report["seeds"] for report in reports.values())
     assert random_report["policy"] == "random"
-    assert "| full | 1 |" in (out / "results.md").read_text()
-    assert "self-imitation" in result.stdout  # arm 3 is named as not yet implemented
+    results_md = (out / "results.md").read_text()
+    assert "| full | 1 |" in results_md and "| self_imitation | 1 |" in results_md
+    assert "Learning curves: learning.png" in results_md

@@ -57,7 +57,10 @@ def build_config(settings: TrainerSettings, profile: str, epoch: int) -> PPOConf
         )
         # A GPU learner runs as its own actor (on the GPU worker group of a KubeRay cluster); a CPU learner
         # runs in the driver, which saves an actor on small machines.
-        .learners(num_learners=1 if gpus else 0, num_gpus_per_learner=gpus)
+        .learners(num_learners=1 if gpus else 0, num_gpus_per_learner=gpus,
+                  # PPO's loss plus self-imitation on the best judged segments (unchanged PPO until weight > 0).
+                  learner_class=SelfImitationLearner,
+                  learner_config_dict={CONFIG_KEY: {**settings.self_imitation.model_dump(), "seed": settings.seed}})
         .training(
             lr=ppo.lr,
             gamma=ppo.gamma,
@@ -68,9 +71,6 @@ def build_config(settings: TrainerSettings, profile: str, epoch: int) -> PPOConf
             train_batch_size_per_learner=ppo.train_batch_size,
             minibatch_size=ppo.minibatch_size,
             num_epochs=ppo.num_epochs,
-            # PPO's loss plus self-imitation on the best judged segments (unchanged PPO until weight > 0).
-            learner_class=SelfImitationLearner,
-            learner_config_dict={CONFIG_KEY: {**settings.self_imitation.model_dump(), "seed": settings.seed}},
         )
         .rl_module(rl_module_spec=RLModuleSpec(module_class=ZeldaMLPModule, model_config={"hidden": ppo.hidden}))
         .callbacks(ZeldaCallbacks)

@@ -1,0 +1,99 @@
+"""Self-imitation: the judges' best segments are kept with what produced them, and the learner imitates them."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+
+from zelda_rlaif.events import SegmentScored
+from zelda_rlaif.segments import OBSERVATION_SIZE, GameState, StepRecord
+from zelda_rlaif.settings import StoreSettings
+from zelda_rlaif.storage import ObjectStore, keys, open_store
+from zelda_trainer.algorithm import build_config
+from zelda_trainer.self_imitation import BestSegments, ImitationData
+from zelda_trainer.self_imitation.best_segments import discounted_returns
+from zelda_trainer.settings import PPOSettings, SelfImitationSettings, TrainerSettings
+
+RUN = "sil-test"
+STATE = GameState(group=0, room=0x11, x=80, y=64, direction=2, health=12, max_health=12, rupees=0, keys=0,
+                  sword_level=0, text_active=False, menu_open=False, deaths=0, enemies=0)
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> ObjectStore:
+    return open_store(StoreSettings(url=f"file://{tmp_path}/store"))
+
+
+def put_segment(store: ObjectStore, epoch: int, segment_id: str, action: int, rewards: list[float]) -> None:
+    records = [StepRecord(step=i, action=action, action_name="A", reward=r, components={"new_room": r},
+                          state=STATE, observation=[float(action)] * OBSERVATION_SIZE) for i, r in enumerate(rewards)]
+    store.put_bytes(keys.segment_states(RUN, epoch, segment_id),
+                    "".join(record.model_dump_json() + "\n" for record in records).encode(), "application/x-ndjson")
+
+
+def put_scores(store: ObjectStore, epoch: int, combined: dict[str, float]) -> None:
+    rows = [SegmentScored(run_id=RUN, epoch=epoch, segment_id=segment, combined=score, dimensions={}, weights={})
+            for segment, score in combined.items()]
+    store.put_bytes(keys.epoch_scores(RUN, epoch), "".join(r.model_dump_json() + "\n" for r in rows).encode(),
+                    "application/x-ndjson")
+
+
+def test_the_best_judged_segments_of_every_epoch_so_far_are_kept_with_their_steps(store: ObjectStore) -> None:
+    put_segment(store, 0, "a", action=1, rewards=[0.0, 1.0])
+    put_segment(store, 0, "b", action=2, rewards=[0.0, 0.0, 0.0])
+    put_segment(store, 1, "c", action=3, rewards=[1.0])
+    put_scores(store, 0, {"a": 0.9, "b": 0.2, "missing": 0.95})  # "missing" has no state log: the next best counts
+    best = BestSegments(store, RUN, top_k=2, gamma=0.5)
+
+    assert best.add_epochs([0, 1])  # epoch 1 is not closed yet: read later
+    assert best.epochs_read == {0}
+    assert best.data().segment_ids == ("a", "b")
+
+    put_scores(store, 1, {"c": 0.5})
+    assert best.add_epochs([0, 1])
+    data = best.data()
+    assert data.segment_ids == ("a", "c") and data.combined == (0.9, 0.5)
+    assert data.observations.shape == (3, OBSERVATION_SIZE) and data.actions.tolist() == [1, 1, 3]
+    assert data.returns.tolist() == [0.5, 1.0, 1.0]  # returns to each segment's end, discounted by 0.5
+    assert not best.add_epochs([1])  # nothing new: the learner keeps what it has
+
+
+def test_returns_are_discounted_to_the_segment_end() -> None:
+    np.testing.assert_allclose(discounted_returns(np.array([1, 0, 2], np.float32), 0.9), [1 + 0.81 * 2, 1.8, 2])
+
+
+@pytest.fixture(scope="module")
+def algorithm(ray_local: None) -> Iterator[Any]:
+    settings = TrainerSettings(run_id="sil-learner-test", num_env_runners=0, envs_per_runner=2, export_fraction=0.0,
+                               live_frames=False, episode_steps=50, rewards={"rnd": 0.0},
+                               ppo=PPOSettings(train_batch_size=128, minibatch_size=64, num_epochs=2),
+                               self_imitation=SelfImitationSettings(weight=1.0, batch_size=32))
+    algo = build_config(settings, "testworld", 0).build_algo()
+    yield algo
+    algo.stop()
+
+
+def test_the_learner_imitates_the_kept_actions_where_they_returned_more_than_expected(algorithm: Any) -> None:
+    observation = np.full((64, OBSERVATION_SIZE), 0.5, np.float32)
+    data = ImitationData(observations=observation, actions=np.full(64, 5, np.int64),
+                         returns=np.full(64, 10.0, np.float32), segment_ids=("s",), combined=(1.0,))
+
+    def probability_of_kept_action() -> float:
+        module = algorithm.get_module()
+        logits = module.action_logits(observation[:1])
+        return float(torch.softmax(torch.from_numpy(logits[0]), 0)[5])
+
+    before = probability_of_kept_action()
+    handed = algorithm.learner_group.foreach_learner(lambda learner: learner.set_imitation_data(data))
+    assert [result.get() for result in handed] == [64]
+    for _ in range(3):
+        result = algorithm.train()
+    learner_results = result["learners"]["default_policy"]
+    assert "self_imitation_loss" in learner_results
+    assert learner_results["self_imitation_positive_fraction"] > 0
+    assert probability_of_kept_action() > 2 * before  # 12 gradient steps: from ~1/8 to ~0.3
