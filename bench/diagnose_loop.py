@@ -1,0 +1,289 @@
+"""Why the RLAIF loop does or does not help, read from finished runs' stored data (issue 20).
+
+    python bench/diagnose_loop.py RUN_DIR [RUN_DIR ...] [--top 8] [--json OUT.json]
+
+For each ``zelda-rlaif up`` run directory, then pooled over all of them, prints four tables:
+
+1. ``judge vs milestones``: per milestone of the game profile, the judged segments in which it was newly reached
+   (it held at some step but not at the segment's first: ``replay.milestones``), their mean combined score, their
+   mean percentile rank among the segments of their epoch (50 is typical, 100 the epoch's best) and their mean
+   judge dimensions, beside every segment, those with any milestone and those with none. A judge that sees
+   progress ranks milestone segments near 100.
+2. ``reward model``: per epoch whether it was accepted, its preference pairs and validation accuracy, and the
+   Spearman rho of its mean Phi per segment against the combined scores of the segments it was fitted on
+   (``rho_fit``) and of the *next* epoch's segments, which it never saw (``rho_next``, over ``n_next``).
+3. ``shaping scale``: per epoch the training episodes' mean env and shaping return (``EpochReport``), and over
+   every step of the epoch's judged segments mean |r| and std of the env reward (all but shaping) and of the
+   shaping; ``shaping/env`` is the ratio of the stds. Pooled tables average the runs epoch by epoch.
+4. ``top segments``: the best combined scores, with the rooms they visited and the milestones they reached.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/ is no installed package
+
+from zelda_rlaif.episodes import EpochReport
+from zelda_rlaif.errors import ObjectNotFound, ZeldaRlaifError
+from zelda_rlaif.events import SegmentExported, SegmentScored
+from zelda_rlaif.game.profiles.base import Milestone
+from zelda_rlaif.replay.milestones import milestone_marks, profile_milestones
+from zelda_rlaif.replay.model import ReplayStep
+from zelda_rlaif.reward_model.potential import Potential
+from zelda_rlaif.reward_model.registry import load_potential, read_metadata
+from zelda_rlaif.scores import read_epoch_scores
+from zelda_rlaif.segments import StateLogError, parse_state_log
+from zelda_rlaif.storage import ObjectStore, keys
+from zelda_rlaif.up.run_dir import open_run
+
+Row = dict[str, float | int | str | None]
+Floats = npt.NDArray[np.float64]
+
+
+@dataclass(frozen=True)
+class Segment:
+    """One judged segment, reduced to what the tables need."""
+
+    run: str
+    epoch: int
+    segment_id: str
+    combined: float
+    percentile: float  # rank of ``combined`` among its epoch's judged segments, 0-100
+    dimensions: dict[str, float]
+    milestones: list[str]  # newly reached in the segment, in quest order
+    rooms: int
+    env_rewards: Floats  # per step: every reward component but shaping
+    shaping: Floats | None  # per step; None when no reward model shaped the segment
+    held_out_phi: float | None  # mean Phi under the previous epoch's reward model, which never saw this segment
+
+
+@dataclass
+class Run:
+    run_dir: Path
+    run_id: str
+    milestone_names: list[str]
+    segments: list[Segment]
+    reward_model: list[Row]
+    shaping: list[Row]
+    notes: list[str] = field(default_factory=list)
+
+
+def average_ranks(values: Sequence[float]) -> Floats:
+    """Ranks from 0, ties sharing their mean rank (as Spearman's rho needs)."""
+    array = np.asarray(values, dtype=np.float64)
+    ranks = np.empty(len(array))
+    ranks[np.argsort(array, kind="stable")] = np.arange(len(array))
+    _, tie_group = np.unique(array, return_inverse=True)
+    return np.asarray(np.bincount(tie_group, ranks) / np.bincount(tie_group))[tie_group]
+
+
+def spearman(x: Sequence[float], y: Sequence[float]) -> float | None:
+    """Spearman's rho, or None with fewer than 3 pairs or a constant side (numpy only: scipy is no dependency)."""
+    if len(x) < 3:
+        return None
+    rx, ry = average_ranks(x), average_ranks(y)
+    if rx.std() == 0 or ry.std() == 0:
+        return None
+    return float(np.corrcoef(rx, ry)[0, 1])
+
+
+def _mean(values: Sequence[float]) -> float | None:
+    return statistics.fmean(values) if values else None
+
+
+def _milestones_of(profile: str, cache: dict[str, tuple[Milestone, ...]]) -> tuple[Milestone, ...]:
+    if profile not in cache:
+        found = profile_milestones(profile)
+        if isinstance(found, str):
+            raise ValueError(f"{found}: run this script from the repository's venv (.venv/bin/python)")
+        cache[profile] = found
+    return cache[profile]
+
+
+def _segment(store: ObjectStore, run: str, row: SegmentScored, percentile: float, previous: Potential | None,
+             profiles: dict[str, tuple[Milestone, ...]], notes: list[str]) -> Segment | None:
+    try:
+        manifest = SegmentExported.model_validate(store.get_json(keys.segment_manifest(run, row.epoch,
+                                                                                         row.segment_id)))
+        records = parse_state_log(store.get_bytes(keys.segment_states(run, row.epoch, row.segment_id)))
+    except (ObjectNotFound, StateLogError) as exc:
+        notes.append(f"epoch {row.epoch} segment {row.segment_id} left out: {exc}")
+        return None
+    if not records:
+        notes.append(f"epoch {row.epoch} segment {row.segment_id} left out: its state log is empty")
+        return None
+    steps = [ReplayStep(step=r.step, action_name=r.action_name, reward=r.reward, components=r.components,
+                        state=r.state) for r in records]
+    marks = milestone_marks(_milestones_of(manifest.profile, profiles), steps)
+    shaping = np.array([r.components.get("shaping", 0.0) for r in records])
+    shaped = any("shaping" in r.components for r in records)
+    return Segment(
+        run=run, epoch=row.epoch, segment_id=row.segment_id, combined=row.combined, percentile=percentile,
+        dimensions=dict(row.dimensions),
+        milestones=[m.name for m in marks if m.readable and m.first_step is not None and not m.from_start],
+        rooms=len(manifest.rooms_visited), env_rewards=np.array([r.reward for r in records]) - shaping,
+        shaping=shaping if shaped else None,
+        held_out_phi=previous.mean_phi([r.observation for r in records]) if previous else None)
+
+
+def _shaping_row(epoch: int, report: EpochReport | None, segments: list[Segment]) -> Row:
+    env = np.concatenate([s.env_rewards for s in segments]) if segments else np.zeros(0)
+    shaped = [s.shaping for s in segments if s.shaping is not None]
+    shaping = np.concatenate(shaped) if shaped else None
+    env_std = float(env.std()) if env.size else None
+    shaping_std = float(shaping.std()) if shaping is not None else None
+    episodes = report.episodes if report else None
+    return {"epoch": epoch, "rm_epoch": report.reward_model_epoch if report else None,
+            "episodes": episodes.count if episodes else None,
+            "env_return": episodes.return_env_mean if episodes else None,
+            "shaping_return": episodes.return_shaping_mean if episodes else None,
+            "step_env_abs": float(np.abs(env).mean()) if env.size else None, "step_env_std": env_std,
+            "step_shaping_abs": float(np.abs(shaping).mean()) if shaping is not None else None,
+            "step_shaping_std": shaping_std,
+            "shaping/env": shaping_std / env_std if shaping_std is not None and env_std else None}
+
+
+def read_run(run_dir: Path) -> Run:
+    run_id, store = open_run(run_dir)
+    epochs = sorted(epoch for key in store.list(keys.run_scores(run_id))
+                    if (epoch := keys.epoch_of(key)) is not None and key == keys.epoch_scores(run_id, epoch))
+    if not epochs:
+        raise ValueError(f"run {run_id} in {run_dir} has no judged epoch (no scores.jsonl): see {run_dir / 'up.log'}")
+    run = Run(run_dir, run_id, [], [], [], [])
+    profiles: dict[str, tuple[Milestone, ...]] = {}
+    by_epoch: dict[int, list[Segment]] = {}
+    for epoch in epochs:
+        previous_meta = read_metadata(store, run_id, epoch - 1) if epoch else None
+        previous = load_potential(store, run_id, epoch - 1) if previous_meta and previous_meta.accepted else None
+        scores = read_epoch_scores(store, run_id, epoch)
+        assert scores is not None  # listed above
+        run.notes.extend(scores.unreadable)
+        percentiles = 100 * (average_ranks([r.combined for r in scores.rows]) + 0.5) / max(len(scores.rows), 1)
+        found = [_segment(store, run_id, row, float(pct), previous, profiles, run.notes)
+                 for row, pct in zip(scores.rows, percentiles, strict=True)]
+        by_epoch[epoch] = [s for s in found if s is not None]
+        run.segments.extend(by_epoch[epoch])
+        try:
+            report = EpochReport.model_validate(store.get_json(keys.epoch_report(run_id, epoch)))
+        except ObjectNotFound:
+            report = None
+        run.shaping.append(_shaping_row(epoch, report, by_epoch[epoch]))
+    run.milestone_names = list(dict.fromkeys(m.name for milestones in profiles.values() for m in milestones))
+    combined = {s.segment_id: s.combined for s in run.segments}
+    for epoch in epochs:
+        meta = read_metadata(store, run_id, epoch)
+        fitted = [(phi, combined[sid]) for sid, phi in meta.segment_rewards.items() if sid in combined] if meta else []
+        held_out = [(s.held_out_phi, s.combined) for s in by_epoch.get(epoch + 1, []) if s.held_out_phi is not None]
+        run.reward_model.append({
+            "epoch": epoch, "accepted": None if meta is None else int(meta.accepted),
+            "pairs": meta.pairs.total if meta else None, "val_acc": meta.validation_accuracy if meta else None,
+            "rho_fit": spearman([phi for phi, _ in fitted], [score for _, score in fitted]),
+            "rho_next": spearman([phi for phi, _ in held_out], [score for _, score in held_out]),
+            "n_next": len(held_out)})
+    return run
+
+
+def milestone_table(segments: list[Segment], milestone_names: list[str]) -> list[Row]:
+    dimensions = sorted({name for s in segments for name in s.dimensions})
+    groups = [(name, [s for s in segments if name in s.milestones]) for name in milestone_names]
+    groups += [("(any milestone)", [s for s in segments if s.milestones]),
+               ("(no milestone)", [s for s in segments if not s.milestones]), ("(all)", segments)]
+    return [{"milestone": name, "segments": len(group), "combined": _mean([s.combined for s in group]),
+             "pct_rank": _mean([s.percentile for s in group]),
+             **{d: _mean([s.dimensions[d] for s in group if d in s.dimensions]) for d in dimensions}}
+            for name, group in groups]
+
+
+def top_table(segments: list[Segment], top: int, with_run: bool) -> list[Row]:
+    best = sorted(segments, key=lambda s: s.combined, reverse=True)[:top]
+    return [{**({"run": s.run} if with_run else {}), "epoch": s.epoch, "segment": s.segment_id,
+             "combined": s.combined, "pct_rank": s.percentile, "rooms": s.rooms,
+             "milestones": ", ".join(s.milestones) or "-"} for s in best]
+
+
+def averaged_by_epoch(tables: list[list[Row]]) -> list[Row]:
+    """Per epoch, each numeric column's mean over the runs that have it."""
+    by_epoch: dict[int, list[Row]] = {}
+    for row in (row for table in tables for row in table):
+        by_epoch.setdefault(int(row["epoch"] or 0), []).append(row)
+    return [{"epoch": epoch, "runs": len(rows),
+             **{column: _mean([v for r in rows if isinstance(v := r.get(column), int | float)])
+                for column in rows[0] if column != "epoch"}}
+            for epoch, rows in sorted(by_epoch.items())]
+
+
+def render(title: str, rows: list[Row]) -> str:
+    columns = list(dict.fromkeys(column for row in rows for column in row))
+
+    def cell(value: float | int | str | None) -> str:
+        if value is None:
+            return "-"
+        if isinstance(value, float):
+            return f"{value:.1f}" if abs(value) >= 100 else f"{value:.3f}"
+        return str(value)
+
+    cells = [[cell(row.get(column)) for column in columns] for row in rows]
+    widths = [max([len(column)] + [len(line[i]) for line in cells]) for i, column in enumerate(columns)]
+    lines = [f"-- {title}", "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in
+                                       enumerate(zip(columns, widths, strict=True)))]
+    lines += ["  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(line, widths,
+                                                                                              strict=True)))
+              for line in cells]
+    return "\n".join(lines)
+
+
+def tables(segments: list[Segment], milestone_names: list[str], reward_model: list[Row], shaping: list[Row],
+           top: int, with_run: bool) -> dict[str, list[Row]]:
+    return {"judge vs milestones": milestone_table(segments, milestone_names), "reward model": reward_model,
+            "shaping scale": shaping, "top segments": top_table(segments, top, with_run)}
+
+
+def _print(heading: str, by_title: dict[str, list[Row]]) -> None:
+    print(f"==== {heading}")
+    for title, rows in by_title.items():
+        print(render(title, rows), end="\n\n")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("run_dirs", nargs="+", type=Path, metavar="RUN_DIR", help="finished `zelda-rlaif up` runs")
+    parser.add_argument("--top", type=int, default=8, help="how many best-combined segments to list")
+    parser.add_argument("--json", type=Path, help="also write every table to this JSON file")
+    args = parser.parse_args(argv)
+    try:
+        runs = [read_run(run_dir) for run_dir in args.run_dirs]
+    except (ValueError, ZeldaRlaifError) as exc:
+        print(f"diagnose_loop: {exc}", file=sys.stderr)
+        return 2
+    report: dict[str, dict[str, list[Row]]] = {}
+    for run in runs:
+        report[str(run.run_dir)] = tables(run.segments, run.milestone_names, run.reward_model, run.shaping,
+                                          args.top, with_run=False)
+        _print(f"{run.run_dir} (run {run.run_id}, {len(run.segments)} judged segments)", report[str(run.run_dir)])
+        for note in run.notes:
+            print(f"note: {note}", file=sys.stderr)
+    if len(runs) > 1:
+        names = list(dict.fromkeys(name for run in runs for name in run.milestone_names))
+        report["all runs"] = tables([s for run in runs for s in run.segments], names,
+                                    averaged_by_epoch([run.reward_model for run in runs]),
+                                    averaged_by_epoch([run.shaping for run in runs]), args.top, with_run=True)
+        _print(f"all {len(runs)} runs (reward model and shaping: mean over runs per epoch)", report["all runs"])
+    if args.json:
+        args.json.write_text(json.dumps(report, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,121 @@
+"""``bench/diagnose_loop.py`` on a hand-made finished run: two judged epochs whose state logs reach known test-world
+milestones, so every figure of the judge-vs-milestones table can be worked out by hand."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bench.diagnose_loop import average_ranks, main, spearman
+from tests.bench.hand_made_runs import episode, write_run
+from tests.support.segments import build_steps, write_segment
+from zelda_rlaif.events import SegmentScored
+from zelda_rlaif.storage import ObjectStore, keys
+from zelda_rlaif.up.run_dir import run_id_of
+
+STEPS = 20
+NOTHING: dict[str, Any] = {"treasure_flags": 0}
+KEY: dict[str, Any] = {"treasure_flags": 0x01}
+KEY_AND_SWORD: dict[str, Any] = {"treasure_flags": 0x03}
+OLD_MAN_TALKING: dict[str, Any] = {"treasure_flags": 0, "group": 1, "room": 0, "text_active": True}
+
+
+@pytest.fixture(autouse=True)
+def no_store_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    # open_run prefers ZELDA_STORE_URL over the run directory's own store/.
+    monkeypatch.delenv("ZELDA_STORE_URL", raising=False)
+
+
+def judged_segment(store: ObjectStore, run_id: str, epoch: int, index: int, combined: float,
+                   before: dict[str, Any], after: dict[str, Any], shaping: float | None = None) -> SegmentScored:
+    """A stored segment whose state is ``before`` in its first half and ``after`` in its second, and its score."""
+    segment_id = f"e{epoch:03d}-s{index}"
+    write_segment(store, run_id=run_id, epoch=epoch, segment_id=segment_id, steps=STEPS, frame_every=STEPS,
+                  seed=index)
+    records = []
+    for record in build_steps(steps=STEPS, seed=index):  # the log write_segment stored, with the states set
+        update: dict[str, Any] = {
+            "state": record.state.model_copy(update=before if record.step < STEPS // 2 else after)}
+        if shaping is not None:
+            update |= {"components": {**record.components, "shaping": shaping}, "reward": record.reward + shaping}
+        records.append(record.model_copy(update=update))
+    store.put_jsonl(keys.segment_states(run_id, epoch, segment_id), records)
+    return SegmentScored(run_id=run_id, epoch=epoch, segment_id=segment_id, combined=combined,
+                         dimensions={"progress": combined, "novelty": 0.5}, weights={"progress": 1.0})
+
+
+def write_judged_run(run_dir: Path) -> None:
+    store = write_run(run_dir, [[episode(1)], [episode(2, "take_key")]])
+    run_id = run_id_of(run_dir)
+    epochs = [
+        [judged_segment(store, run_id, 0, 0, 0.6, NOTHING, KEY),
+         judged_segment(store, run_id, 0, 1, 0.1, NOTHING, NOTHING),
+         judged_segment(store, run_id, 0, 2, 0.2, NOTHING, NOTHING),
+         judged_segment(store, run_id, 0, 3, 0.3, KEY, KEY)],  # the key was taken before: not newly reached
+        [judged_segment(store, run_id, 1, 0, 0.9, NOTHING, KEY_AND_SWORD),
+         judged_segment(store, run_id, 1, 1, 0.05, NOTHING, NOTHING, shaping=-0.25),
+         judged_segment(store, run_id, 1, 2, 0.5, NOTHING, OLD_MAN_TALKING, shaping=0.5)],
+    ]
+    for epoch, scores in enumerate(epochs):
+        store.put_jsonl(keys.epoch_scores(run_id, epoch), scores)
+
+
+def test_milestone_segments_are_set_against_the_rest_of_their_epoch(tmp_path: Path,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    write_judged_run(tmp_path / "seed0")
+
+    assert main([str(tmp_path / "seed0"), "--top", "2", "--json", str(tmp_path / "diagnosis.json")]) == 0
+
+    tables = json.loads((tmp_path / "diagnosis.json").read_text())[str(tmp_path / "seed0")]
+    rows = {row["milestone"]: row for row in tables["judge vs milestones"]}
+    # Percentile ranks within each epoch: epoch 0 (0.1, 0.2, 0.3, 0.6) -> 12.5, 37.5, 62.5, 87.5;
+    # epoch 1 (0.05, 0.5, 0.9) -> 16.7, 50, 83.3.
+    assert rows["take_key"]["segments"] == 2
+    assert rows["take_key"]["combined"] == pytest.approx(0.75)
+    assert rows["take_key"]["pct_rank"] == pytest.approx((87.5 + 250 / 3) / 2)
+    assert rows["take_key"]["progress"] == pytest.approx(0.75) and rows["take_key"]["novelty"] == 0.5
+    assert (rows["take_sword"]["segments"], rows["take_sword"]["combined"]) == (1, pytest.approx(0.9))
+    assert (rows["talk_old_man"]["segments"], rows["talk_old_man"]["pct_rank"]) == (1, pytest.approx(50.0))
+    assert rows["open_gate"]["segments"] == 0 and rows["open_gate"]["combined"] is None
+    assert rows["(any milestone)"]["segments"] == 3
+    assert rows["(no milestone)"]["segments"] == 4
+    assert rows["(no milestone)"]["combined"] == pytest.approx(0.1625)
+    assert rows["(no milestone)"]["pct_rank"] == pytest.approx((12.5 + 37.5 + 62.5 + 50 / 3) / 4)
+    assert rows["(all)"]["pct_rank"] == pytest.approx(50.0)
+
+    assert [(row["segment"], row["milestones"]) for row in tables["top segments"]] == [
+        ("e001-s0", "take_key, take_sword"), ("e000-s0", "take_key")]
+    shaping = {row["epoch"]: row for row in tables["shaping scale"]}
+    assert shaping[0]["step_shaping_abs"] is None and shaping[0]["env_return"] == 1.0
+    assert shaping[1]["step_shaping_abs"] == pytest.approx(0.375)  # half the steps at 0.25, half at 0.5
+    # No reward model was stored: its table says so rather than inventing figures.
+    assert [(row["accepted"], row["n_next"]) for row in tables["reward model"]] == [(None, 0), (None, 0)]
+    assert "-- judge vs milestones" in capsys.readouterr().out
+
+
+def test_two_runs_are_also_pooled(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    write_judged_run(tmp_path / "seed0")
+    write_judged_run(tmp_path / "seed1")
+
+    assert main([str(tmp_path / "seed0"), str(tmp_path / "seed1"), "--json", str(tmp_path / "d.json")]) == 0
+
+    pooled = json.loads((tmp_path / "d.json").read_text())["all runs"]
+    assert {row["milestone"]: row["segments"] for row in pooled["judge vs milestones"]}["take_key"] == 4
+    assert [(row["epoch"], row["runs"], row["env_return"]) for row in pooled["shaping scale"]] == [(0, 2, 1.0),
+                                                                                                  (1, 2, 1.0)]
+    assert "==== all 2 runs" in capsys.readouterr().out
+
+
+def test_a_run_without_judged_epochs_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    write_run(tmp_path / "seed0", [[episode(1)]])
+    assert main([str(tmp_path / "seed0")]) == 2
+    assert "no judged epoch" in capsys.readouterr().err
+
+
+def test_rank_correlation_shares_ranks_between_ties() -> None:
+    assert average_ranks([0.1, 0.1, 0.3]).tolist() == [0.5, 0.5, 2.0]
+    assert spearman([1, 2, 3, 4], [1, 3, 2, 4]) == pytest.approx(0.8)
+    assert spearman([1, 2, 3], [5, 5, 5]) is None  # a constant side has no ranking to correlate
