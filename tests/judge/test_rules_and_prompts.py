@@ -111,3 +111,21 @@ def test_key_frames_follow_room_changes() -> None:
     assert len(chosen) == 4 and chosen[0] == 0 and chosen[-1] == 290 and chosen == sorted(set(chosen))
     assert select_key_frames([], summary, 4) == []
     assert select_key_frames([0, 10], summary, 4) == [0, 10]
+
+
+def test_quest_milestones_reached_in_the_segment_count_as_progress() -> None:
+    """Opening the test world's gate (door flag bit 0) and pressing its switch (puzzle flag bit 0) are quest
+    milestones: rules-v1 gave them no progress."""
+    from zelda_rlaif.game.profiles import get_profile
+
+    explored = build_steps(steps=90, scenario="explore", seed=2)
+    records = [r.model_copy(update={"state": r.state.model_copy(update={
+        "door_flags": int(i >= 30), "puzzle_flags": int(i >= 60)})}) for i, r in enumerate(explored)]
+    milestones = get_profile("testworld").milestones
+    with_quest = summarize(records, milestones)
+    assert with_quest.milestones_reached == ("open_gate", "solve_switch")
+    assert summarize(records).milestones_reached == ()  # no profile given: no quest
+    state_rules = KINDS[JudgeKind.STATE].rules
+    assert state_rules(with_quest).scores["progress"] >= state_rules(summarize(records)).scores["progress"] + 0.3
+    # Held from the first step already: not reached by this segment.
+    assert summarize(records[-10:], milestones).milestones_reached == ()

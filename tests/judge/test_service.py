@@ -18,6 +18,7 @@ from tests.support.waiting import free_port, wait_until
 from zelda_judge.kinds import ALL_DIMENSIONS
 from zelda_judge.ledger import scores_ready_marker
 from zelda_judge.rubric import RubricWeights, combine
+from zelda_judge.rule_scores import RULES_MODEL
 from zelda_rlaif.bus import Bus, Delivery
 from zelda_rlaif.events import DeadLetter, JudgeKind, ScoresReady, SegmentScored
 from zelda_rlaif.storage import ObjectStore, keys
@@ -73,7 +74,7 @@ async def test_every_kind_scores_an_epoch_once(jbus: Bus, store: ObjectStore, ll
     assert len(judged) == 6 * len(JudgeKind)
     by_kind = {kind: [v for v in judged if v.kind is kind] for kind in JudgeKind}
     for kind, verdicts in by_kind.items():
-        model, votes = (llm.model, 3) if kind.value in llm_kinds else ("rules-v1", 1)
+        model, votes = (llm.model, 3) if kind.value in llm_kinds else (RULES_MODEL, 1)
         assert len(verdicts) == 6 and all(v.model == model and v.votes == votes for v in verdicts)
     stored = VerdictRecord.model_validate_json(store.get_bytes(keys.verdict(run_id, 1, events[0].segment_id, "state")))
     assert stored.verdict in by_kind[JudgeKind.STATE]

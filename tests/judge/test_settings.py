@@ -6,6 +6,7 @@ from datetime import timedelta
 
 import pytest
 
+from zelda_judge.rule_scores import RULES_MODEL
 from zelda_judge.settings import JudgeSettings
 from zelda_rlaif.errors import SettingsError
 from zelda_rlaif.events import JudgeKind
@@ -26,7 +27,7 @@ def test_defaults_are_the_rules_backend_with_three_votes(monkeypatch: pytest.Mon
     monkeypatch.setenv("ZELDA_JUDGE_KIND", "puzzle")
     settings = load_settings(JudgeSettings)
     assert settings.judge_kind is JudgeKind.PUZZLE and settings.backend == "rules" and settings.votes == 3
-    assert settings.model_label() == "rules-v1" and settings.llm_api_key is None
+    assert settings.model_label() == RULES_MODEL and settings.llm_api_key is None
     assert settings.rubric.as_dict() == {"progress": 0.4, "dialog": 0.2, "puzzle": 0.2, "novelty": 0.1,
                                          "efficiency": 0.1}
     assert settings.consumer(judge_consumer(JudgeKind.PUZZLE)) == judge_consumer(JudgeKind.PUZZLE)

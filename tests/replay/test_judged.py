@@ -12,6 +12,7 @@ from tests.judge.conftest import SettingsFactory, one_per_kind, running
 from tests.support.openai_server import OpenAIServer
 from tests.support.segments import write_segment
 from tests.support.waiting import wait_until
+from zelda_judge.rule_scores import RULES_MODEL
 from zelda_rlaif.bus import Bus
 from zelda_rlaif.events import JudgeKind
 from zelda_rlaif.replay import Replay, load_replay, replay_bytes, replay_json, replay_text
@@ -44,7 +45,7 @@ async def test_a_judged_segment_replays_with_every_vote_and_its_combined_score(
     for verdict in replay.verdicts:
         assert verdict.record is not None, verdict.missing
         judged = verdict.record.verdict
-        model, votes = (llm.model, 3) if verdict.kind is JudgeKind.STATE else ("rules-v1", 1)
+        model, votes = (llm.model, 3) if verdict.kind is JudgeKind.STATE else (RULES_MODEL, 1)
         assert (judged.model, judged.votes, len(verdict.record.votes)) == (model, votes, votes)
         assert f"{verdict.kind.value} judge · {judged.backend} · {judged.model}" in text
         for vote in verdict.record.votes:

@@ -1,16 +1,22 @@
-"""``rules-v1`` formulas: each judge kind's scores computed from the state log alone, with no LLM.
+"""``rules-v2`` formulas: each judge kind's scores computed from the state log alone, with no LLM.
 
 All scores are clipped to [0, 1]; ``min(1, x / k)`` reads "full marks at k". With ``S`` the segment summary:
 
     state   progress   = 0.35 * min(1, new_rooms / 4)
                        + 0.15 * min(1, rupees_gained / 20)
                        + 0.15 * min(1, keys_gained + sword_levels_gained)
-                       + 0.35 * min(1, essences_gained + treasure_bits_set)
+                       + 0.35 * min(1, essences_gained + treasure_bits_set + milestones_reached)
                        - 0.25 * deaths - 0.10 * min(1, damage_taken / max_health)
             dialog     = min(1, text_boxes_opened / 3)
             efficiency = 1 - stuck_steps / steps - menu_steps / steps - 0.02 * start_presses
     puzzle  puzzle     = min(1, (puzzle_bits_set + door_bits_set) / 3)
     vision  novelty    = 0.6 * min(1, new_rooms / 3) + 0.4 * min(1, tiles_visited / 30)
+
+``milestones_reached`` counts the game profile's quest milestones that the segment reached (``GameProfile.
+milestones``: the test world's old man, key, gate, sword, switch and treasure room), as an LLM judge that knows
+the game's quest would. rules-v1 counted only items and essences, so opening the gate, pressing the switch and
+reaching the treasure room were worth one new room at most: bench/diagnose_loop.py ranked the segments that
+reached the treasure room at the 30th percentile of their epoch (docs/results.md, section 4).
 
 ``new_rooms`` is the game's own count of rooms new to the episode when the state reports it, else the
 distinct rooms of the segment beyond the first; a "stuck step" is a movement action that left the player
@@ -24,6 +30,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from zelda_judge.summary import SegmentSummary
+
+# What every rules verdict records as its model: the formulas' version.
+RULES_MODEL = "rules-v2"
 
 
 @dataclass(frozen=True)
@@ -48,7 +57,7 @@ def state(s: SegmentSummary) -> RuleVerdict:
         0.35 * _full_at(s.new_rooms, 4)
         + 0.15 * _full_at(s.gained("rupees"), 20)
         + 0.15 * _full_at(s.gained("keys") + s.gained("sword_level"), 1)
-        + 0.35 * _full_at(s.gained("essences") + s.bits_set("treasure_flags"), 1)
+        + 0.35 * _full_at(s.gained("essences") + s.bits_set("treasure_flags") + len(s.milestones_reached), 1)
         - 0.25 * s.gained("deaths")
         - 0.10 * _full_at(s.damage_taken, max_health)
     )
@@ -57,9 +66,10 @@ def state(s: SegmentSummary) -> RuleVerdict:
         "dialog": _clip(_full_at(len(s.text_boxes), 3)),
         "efficiency": _clip(1.0 - s.stuck_steps / s.steps - s.menu_steps / s.steps - 0.02 * s.start_presses),
     }
+    milestones = ", ".join(s.milestones_reached) or "none"
     return RuleVerdict(scores, f"{s.new_rooms} new rooms, rupees +{s.gained('rupees')}, keys +{s.gained('keys')}, "
-                               f"deaths {s.gained('deaths')}, {len(s.text_boxes)} text boxes, {s.stuck_steps}/"
-                               f"{s.steps} stuck steps, {s.start_presses} START presses")
+                               f"milestones {milestones}, deaths {s.gained('deaths')}, {len(s.text_boxes)} text boxes, "
+                               f"{s.stuck_steps}/{s.steps} stuck steps, {s.start_presses} START presses")
 
 
 def puzzle(s: SegmentSummary) -> RuleVerdict:

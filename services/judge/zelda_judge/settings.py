@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, m
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from zelda_judge.rubric import RubricWeights
+from zelda_judge.rule_scores import RULES_MODEL
 from zelda_rlaif.events import JudgeKind
 from zelda_rlaif.settings import LogSettings, NatsSettings, StoreSettings, refuse_placeholder
 from zelda_rlaif.subjects import ConsumerSpec
@@ -185,7 +186,7 @@ class JudgeSettings(BaseSettings):
 
     def model_label(self) -> str:
         """What every verdict records as its model."""
-        return self.endpoint().model if self.backend == "openai" else "rules-v1"
+        return self.endpoint().model if self.backend == "openai" else RULES_MODEL
 
     def consumer(self, spec: ConsumerSpec[Any]) -> ConsumerSpec[Any]:
         """``spec`` from zelda_rlaif.subjects with the tuning set here (tests use short ack waits)."""

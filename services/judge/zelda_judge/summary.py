@@ -11,8 +11,13 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
+from zelda_rlaif.replay.milestones import milestone_marks
 from zelda_rlaif.segments import GameState, StepRecord
+
+if TYPE_CHECKING:
+    from zelda_rlaif.game.profiles.base import Milestone
 
 # Action ids of the environment (0 NOP, 1 up, 2 down, 3 left, 4 right, 5 A, 6 B, 7 START).
 MOVE_ACTIONS = frozenset({1, 2, 3, 4})
@@ -85,6 +90,8 @@ class SegmentSummary:
     longest_stuck: int
     enemies_max: int
     actions: dict[str, int]
+    # The game profile's quest milestones that the segment reached (not yet held at its first step), in quest order.
+    milestones_reached: tuple[str, ...] = ()
 
     @property
     def new_rooms(self) -> int:
@@ -104,7 +111,8 @@ def _popcount(value: int) -> int:
     return bin(value & ((1 << 256) - 1)).count("1")
 
 
-def summarize(records: Sequence[StepRecord]) -> SegmentSummary:
+def summarize(records: Sequence[StepRecord], milestones: Sequence[Milestone] = ()) -> SegmentSummary:
+    """``milestones``: the segment's game profile's quest milestones (none: ``milestones_reached`` stays empty)."""
     if not records:
         raise ValueError("a segment without steps cannot be summarised")
     first, last = records[0].state, records[-1].state
@@ -180,4 +188,6 @@ def summarize(records: Sequence[StepRecord]) -> SegmentSummary:
         longest_stuck=longest,
         enemies_max=enemies_max,
         actions=dict(Counter(r.action_name for r in records)),
+        milestones_reached=tuple(mark.name for mark in milestone_marks(milestones, records)
+                                 if mark.first_step is not None and not mark.from_start),
     )

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from zelda_rlaif.replay.model import MilestoneMark, ReplayStep
+from zelda_rlaif.segments import StepRecord
 
 if TYPE_CHECKING:
     from zelda_rlaif.game.profiles.base import Milestone
@@ -27,9 +28,10 @@ def profile_milestones(profile: str) -> tuple[Milestone, ...] | str:
         return f"milestones are not shown: {exc}"
 
 
-def milestone_marks(milestones: Sequence[Milestone], steps: Sequence[ReplayStep]) -> list[MilestoneMark]:
-    """Each milestone's first step in the segment. A milestone that reads a RAM field the state log leaves out
-    (a profile-only field) is marked unreadable rather than not reached."""
+def milestone_marks(milestones: Sequence[Milestone], steps: Sequence[ReplayStep | StepRecord]) -> list[MilestoneMark]:
+    """Each milestone's first step in the segment (replay steps or the state log's records). A milestone that
+    reads a RAM field the state log leaves out (a profile-only field) is marked unreadable rather than not
+    reached."""
     marks = []
     states = [(s.step, s.state.model_dump()) for s in steps]
     for milestone in milestones:

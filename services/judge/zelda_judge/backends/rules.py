@@ -1,4 +1,5 @@
-"""``rules-v1``: deterministic scores from the state log, with no LLM. Every verdict says so (model ``rules-v1``).
+"""The rules backend: deterministic scores from the state log, with no LLM. Every verdict says so (its model is
+``rule_scores.RULES_MODEL``, the formulas' version).
 
 Each kind is scored by the rules scorer of its entry in ``zelda_judge.kinds.KINDS`` (the formulas are in
 ``zelda_judge.rule_scores``).
@@ -10,11 +11,12 @@ from typing import Literal
 
 from zelda_judge.backends.base import Judgement
 from zelda_judge.kinds import KINDS
+from zelda_judge.rule_scores import RULES_MODEL
 from zelda_judge.segment_io import Segment
 from zelda_rlaif.events import JudgeKind
 from zelda_rlaif.verdicts import RATIONALE_MAX_CHARS, Vote
 
-MODEL = "rules-v1"
+MODEL = RULES_MODEL
 
 
 class RulesJudge:
