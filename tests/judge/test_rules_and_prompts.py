@@ -129,3 +129,6 @@ def test_quest_milestones_reached_in_the_segment_count_as_progress() -> None:
     assert state_rules(with_quest).scores["progress"] >= state_rules(summarize(records)).scores["progress"] + 0.3
     # Held from the first step already: not reached by this segment.
     assert summarize(records[-10:], milestones).milestones_reached == ()
+    # An LLM judge reads them too.
+    prompt = build_prompt(JudgeKind.STATE, manifest_for(90), with_quest, token_budget=3000)
+    assert "Quest milestones reached in this segment: open_gate, solve_switch." in str(prompt)

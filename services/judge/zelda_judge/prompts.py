@@ -74,6 +74,7 @@ def _state_facts(manifest: SegmentExported, s: SegmentSummary, limit: int) -> li
         f"Rupees {first.rupees}->{last.rupees}; small keys {first.keys}->{last.keys}; sword level "
         f"{first.sword_level}->{last.sword_level}; essences {first.essences}->{last.essences}; "
         f"treasure flags +{s.bits_set('treasure_flags')} bits.",
+        f"Quest milestones reached in this segment: {', '.join(s.milestones_reached) or 'none'}.",
         f"Text boxes opened: {len(s.text_boxes)}"
         + (f" (steps {clip_list([str(t) for t in s.text_boxes], limit, ', ')})" if s.text_boxes else "")
         + f"; steps with text showing: {s.text_steps}.",
