@@ -11,13 +11,13 @@ from nats.aio.msg import Msg
 
 from zelda_rlaif.bus import Bus
 from zelda_rlaif.episodes import EpochReport
-from zelda_rlaif.events import EpochExported, LiveMetrics, SegmentExported
+from zelda_rlaif.events import EpochExported, LiveMetrics, SegmentExported, SegmentScored
 from zelda_rlaif.segments import StepRecord
 from zelda_rlaif.settings import NatsSettings, StoreSettings
 from zelda_rlaif.storage import keys, open_store
 from zelda_rlaif.subjects import EPOCH_EXPORTED, SEGMENT_EXPORTED
 from zelda_trainer import checkpoints
-from zelda_trainer.settings import PPOSettings, TrainerSettings
+from zelda_trainer.settings import PPOSettings, SelfImitationSettings, TrainerSettings
 from zelda_trainer.training import Trainer
 
 pytestmark = pytest.mark.slow
@@ -102,10 +102,19 @@ async def test_two_epochs_export_checkpoint_and_resume(
     assert best.stats == reports[best.epoch].episodes
     assert best.best_by in checkpoints.RANKED_BY and best.best_value == best.stats.flat()[best.best_by]
 
-    # Resume: the step count continues and the policy is the trained one, not a fresh random one.
-    resumed_trainer = Trainer(small_run(run_id, nats_settings, s3_store_settings, 1), resume=True,
-                              show_progress=False)
+    # Resume: the step count continues and the policy is the trained one, not a fresh random one. With
+    # self-imitation on, the resumed run starts from the best segments of the epochs judged before it stopped.
+    judged = [s for s in segments if s.epoch == 0][:2]
+    store.put_bytes(keys.epoch_scores(run_id, 0), "".join(
+        SegmentScored(run_id=run_id, epoch=0, segment_id=s.segment_id, combined=0.5 + i / 10, dimensions={},
+                      weights={}).model_dump_json() + "\n" for i, s in enumerate(judged)).encode(),
+        "application/x-ndjson")
+    imitating = small_run(run_id, nats_settings, s3_store_settings, 1).model_copy(
+        update={"self_imitation": SelfImitationSettings(weight=0.5, top_k=1)})
+    resumed_trainer = Trainer(imitating, resume=True, show_progress=False)
     resumed = await resumed_trainer.run()
+    assert resumed_trainer.best_segments is not None
+    assert resumed_trainer.best_segments.data().segment_ids == (judged[-1].segment_id,)
     assert resumed.start_epoch == 2
     assert resumed.epochs[0].env_steps >= summary.env_steps + 600
     saved = resumed_trainer.restored_fingerprint

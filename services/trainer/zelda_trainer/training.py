@@ -17,6 +17,7 @@ import logging
 import os
 import tempfile
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -142,6 +143,7 @@ class Trainer:
         start_epoch, algo = await asyncio.to_thread(self._build_or_restore)
         self._algo = algo
         summary = TrainingSummary(self.run_id, start_epoch)
+        await self._update_best_segments(range(start_epoch))  # a resumed run imitates what it had judged
         self.evaluator.plan(start_epoch, self.settings.epochs)
         progress = ConsoleProgress(self.settings, enabled=self.show_progress)
         if self.settings.steps_per_env_per_epoch < self.settings.episode_steps:
@@ -205,7 +207,8 @@ class Trainer:
         epoch_started = time.monotonic()  # after a sync-mode wait: steps/s measure training, not waiting
         while True:
             await self._apply_newest_model(follower)
-            await self._update_best_segments(follower)
+            # Once the reward-model service answered an epoch, its scores are closed.
+            await self._update_best_segments(list(follower.updates))
             iteration_started = time.monotonic()
             before = steps
             result = await asyncio.to_thread(algo.train)
@@ -254,12 +257,12 @@ class Trainer:
         self._applied_model = newest
         log.info("reward model of epoch %d loaded into every env", newest.epoch)
 
-    async def _update_best_segments(self, follower: RewardModelFollower) -> None:
-        """Self-imitation: once the reward-model service answered an epoch, its scores are closed; let its
-        segments compete for the kept K and hand the learner the new set."""
+    async def _update_best_segments(self, judged: Iterable[int]) -> None:
+        """Self-imitation: let the segments of the ``judged`` epochs not read yet compete for the kept K (an epoch
+        whose scores are not closed yet is read later) and hand the learner the new set."""
         best = self.best_segments
-        judged = [epoch for epoch in follower.updates if epoch not in best.epochs_read] if best else []
-        if best is None or not judged or not await asyncio.to_thread(best.add_epochs, judged):
+        unread = [epoch for epoch in judged if epoch not in best.epochs_read] if best else []
+        if best is None or not unread or not await asyncio.to_thread(best.add_epochs, unread):
             return
         data = best.data()
         await asyncio.to_thread(self._algo.learner_group.foreach_learner,
