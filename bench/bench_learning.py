@@ -6,9 +6,10 @@
 
 Arms, each trained in its own ``zelda-rlaif up`` (its own processes, run directory and ``ZELDA_TRAINER_SEED``):
 
-1. ``full``: the whole loop, rules judges -> reward model -> shaping.
-2. ``no_shaping``: the same ``up`` with ``ZELDA_TRAINER_REWARDS__SHAPING=0``: judges and reward model still run,
-   only the shaping is off, so the arms differ in one thing (this is plain PPO on the env reward).
+1. ``full``: the whole loop, rules judges -> reward model -> shaping, self-imitation off
+   (``ZELDA_TRAINER_SELF_IMITATION__WEIGHT=0``).
+2. ``no_shaping``: the same ``up`` with ``ZELDA_TRAINER_REWARDS__SHAPING=0`` too: judges and reward model still
+   run, only the shaping is off, so it differs from ``full`` in one thing (this is plain PPO on the env reward).
 3. ``self_imitation``: the full loop plus self-imitation on the top-K judged segments, with
    ``ZELDA_TRAINER_SELF_IMITATION__WEIGHT`` set to ``--sil-weight`` (K: the trainer's default).
 4. ``random``: ``zelda-rlaif eval --policy random`` on the first trained run's directory (same game, same seeds).
@@ -24,9 +25,10 @@ Learning curves: after each training run the bench reads its per-epoch ``EpochRe
 keeps them in ``results.json`` (per arm and seed: env steps -> each milestone's fraction of that epoch's *training*
 episodes, and rooms per episode) and draws them into ``--plot`` (a PNG; needs ``pip install -e '.[bench]'``).
 
-Expect (2 cores, ``full``, ``no_shaping`` and ``random`` at the defaults: ~7 minutes) both trained arms to take the
-key in ~75-97% of eval episodes, no later milestone, and the random policy nothing; docs/results.md keeps the
-measured tables. ``--quick`` takes ~40 s per trained arm.
+Expect (2 cores, every arm at the defaults: ~10 minutes) the trained arms to take the key in roughly half to
+nine tenths of eval episodes and little else, and the random policy nothing; the longer budgets, up to
+``--epochs 30`` (~50 minutes: about 5.5 minutes per run), are measured in docs/results.md with every table kept.
+``--quick`` takes ~40 s per trained arm.
 """
 
 from __future__ import annotations
@@ -56,9 +58,12 @@ class Arm:
 
 def trained_arms(sil_weight: float) -> tuple[Arm, ...]:
     """The arms that train, in table order; ``sil_weight``: the self-imitation arm's loss weight."""
+    # Each arm sets self-imitation explicitly, so that the arms stay what they say whatever the trainer's default.
+    no_imitation = {"ZELDA_TRAINER_SELF_IMITATION__WEIGHT": "0"}
     return (
-        Arm("full", "full loop (judges -> reward model -> shaping)"),
-        Arm("no_shaping", "shaping off (plain PPO on the env reward)", {"ZELDA_TRAINER_REWARDS__SHAPING": "0"}),
+        Arm("full", "full loop (judges -> reward model -> shaping)", no_imitation),
+        Arm("no_shaping", "shaping off (plain PPO on the env reward)",
+            {"ZELDA_TRAINER_REWARDS__SHAPING": "0", **no_imitation}),
         Arm("self_imitation", "full loop + self-imitation on the top-K judged segments",
             {"ZELDA_TRAINER_SELF_IMITATION__WEIGHT": str(sil_weight)}),
     )
