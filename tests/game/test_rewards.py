@@ -170,7 +170,8 @@ def test_potential_based_shaping_uses_gamma(env: ZeldaEnv) -> None:
     before = env._obs[0]
     _, components, _ = act(env, Action.RIGHT)
     after = env._obs[0]
-    assert components["shaping"] == pytest.approx(0.99 * after - before, abs=1e-6)
+    scale = RewardConfig().shaping
+    assert components["shaping"] == pytest.approx(scale * (0.99 * after - before), abs=1e-6)
     assert components["shaping"] > 0
 
 
