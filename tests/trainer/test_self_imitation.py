@@ -11,6 +11,7 @@ import pytest
 import torch
 
 from zelda_rlaif.events import SegmentScored
+from zelda_rlaif.game.profiles import get_profile
 from zelda_rlaif.segments import OBSERVATION_SIZE, GameState, StepRecord
 from zelda_rlaif.settings import StoreSettings
 from zelda_rlaif.storage import ObjectStore, keys, open_store
@@ -29,9 +30,11 @@ def store(tmp_path: Path) -> ObjectStore:
     return open_store(StoreSettings(url=f"file://{tmp_path}/store"))
 
 
-def put_segment(store: ObjectStore, epoch: int, segment_id: str, action: int, rewards: list[float]) -> None:
+def put_segment(store: ObjectStore, epoch: int, segment_id: str, action: int, rewards: list[float],
+                states: list[GameState] | None = None) -> None:
     records = [StepRecord(step=i, action=action, action_name="A", reward=r, components={"new_room": r},
-                          state=STATE, observation=[float(action)] * OBSERVATION_SIZE) for i, r in enumerate(rewards)]
+                          state=states[i] if states else STATE, observation=[float(action)] * OBSERVATION_SIZE)
+               for i, r in enumerate(rewards)]
     store.put_bytes(keys.segment_states(RUN, epoch, segment_id),
                     "".join(record.model_dump_json() + "\n" for record in records).encode(), "application/x-ndjson")
 
@@ -61,6 +64,27 @@ def test_the_best_judged_segments_of_every_epoch_so_far_are_kept_with_their_step
     assert data.observations.shape == (3, OBSERVATION_SIZE) and data.actions.tolist() == [1, 1, 3]
     assert data.returns.tolist() == [0.5, 1.0, 1.0]  # returns to each segment's end, discounted by 0.5
     assert not best.add_epochs([1])  # nothing new: the learner keeps what it has
+
+
+def test_the_best_segments_reaching_each_milestone_are_kept_beside_the_top_k(store: ObjectStore) -> None:
+    """A seed whose best-scored segments all take one branch of the quest still imitates the other branch's
+    milestones it found, and keeps the key it learned first."""
+    treasure_room = STATE.model_copy(update={"group": 1, "room": 2})
+    with_key = STATE.model_copy(update={"treasure_flags": 0x01})
+    put_segment(store, 0, "best", action=1, rewards=[1.0, 1.0])
+    put_segment(store, 0, "treasure", action=2, rewards=[0.0, 0.0], states=[STATE, treasure_room])
+    put_segment(store, 0, "key", action=3, rewards=[0.0, 0.0], states=[STATE, with_key])
+    put_segment(store, 0, "key-held", action=4, rewards=[0.0, 0.0], states=[with_key, with_key])  # from the start
+    put_scores(store, 0, {"best": 0.9, "key-held": 0.5, "treasure": 0.2, "key": 0.1})
+    best = BestSegments(store, RUN, top_k=1, gamma=0.5, milestones=get_profile("testworld").milestones,
+                        per_milestone=1)
+
+    assert best.add_epochs([0])
+    assert best.data().segment_ids == ("best", "treasure", "key")  # best first
+
+    without = BestSegments(store, RUN, top_k=1, gamma=0.5, milestones=get_profile("testworld").milestones)
+    without.add_epochs([0])
+    assert without.data().segment_ids == ("best",)
 
 
 def test_returns_are_discounted_to_the_segment_end() -> None:

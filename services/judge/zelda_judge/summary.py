@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from zelda_rlaif.replay.milestones import milestone_marks
+from zelda_rlaif.replay.milestones import milestone_marks, reached_in
 from zelda_rlaif.segments import GameState, StepRecord
 
 if TYPE_CHECKING:
@@ -188,6 +188,5 @@ def summarize(records: Sequence[StepRecord], milestones: Sequence[Milestone] = (
         longest_stuck=longest,
         enemies_max=enemies_max,
         actions=dict(Counter(r.action_name for r in records)),
-        milestones_reached=tuple(mark.name for mark in milestone_marks(milestones, records)
-                                 if mark.first_step is not None and not mark.from_start),
+        milestones_reached=tuple(reached_in(milestone_marks(milestones, records))),
     )

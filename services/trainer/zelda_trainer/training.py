@@ -89,7 +89,8 @@ class Trainer:
         self._rooms: set[tuple[int, int]] = set()
         self._applied_model: LoadedModel | None = None
         imitation = settings.self_imitation
-        self.best_segments = BestSegments(self.store, self.run_id, imitation.top_k, settings.ppo.gamma) \
+        self.best_segments = BestSegments(self.store, self.run_id, imitation.top_k, settings.ppo.gamma,
+                                          profile.milestones, imitation.per_milestone) \
             if imitation.weight > 0 else None
         self._env_steps = 0
         self._algo: Any = None

@@ -52,6 +52,12 @@ def milestone_marks(milestones: Sequence[Milestone], steps: Sequence[ReplayStep 
     return marks
 
 
+def reached_in(marks: Sequence[MilestoneMark]) -> list[str]:
+    """Milestones the segment itself reached (first held after its first step), in quest order: what the segment's
+    play achieved, not what an earlier segment of the episode had already done."""
+    return [m.name for m in marks if m.first_step is not None and not m.from_start]
+
+
 def reached_by(marks: Sequence[MilestoneMark], step: int) -> list[str]:
     """Milestones that held at some step up to ``step`` of the segment, in quest order."""
     return [m.name for m in marks if m.first_step is not None and m.first_step <= step]

@@ -1,21 +1,32 @@
-"""The K best judged segments of the run so far, with the observations, actions and returns they were played with.
+"""The best judged segments of the run so far, with the observations, actions and returns they were played with.
 
 After an epoch is judged (its ``scores.jsonl`` is closed), its segments compete with the ones kept from earlier
-epochs on the judges' combined score; the K best stay. Their state logs carry every step's observation, action
-and reward (``StepRecord``), which is all self-imitation needs, so older segments work as they are. A segment
-whose state log is missing or unreadable is left out with a warning, and the next best takes its place.
+epochs. Two kinds stay:
+
+- for each quest milestone of the game profile, the N best-scoring segments that reached it (``per_milestone``).
+  Without them each seed imitated only the one branch of the quest its best segments happened to take, and
+  forgot the milestones of the other branch, even the key it had learned first (docs/results.md, section 6);
+- then the K best-scoring segments of any kind (``top_k``).
+
+Their state logs carry every step's observation, action and reward (``StepRecord``), which is all self-imitation
+needs, so older segments work as they are. A segment whose state log is missing or unreadable is left out with
+a warning, and the next best takes its place.
 """
 
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from itertools import islice
 
 import numpy as np
 import numpy.typing as npt
 
 from zelda_rlaif.errors import ObjectNotFound
 from zelda_rlaif.events import SegmentScored
+from zelda_rlaif.game.profiles.base import Milestone
+from zelda_rlaif.replay.milestones import milestone_marks, reached_in
 from zelda_rlaif.scores import read_epoch_scores
 from zelda_rlaif.segments import OBSERVATION_SIZE, StateLogError, StepRecord, parse_state_log
 from zelda_rlaif.storage import ObjectStore, keys
@@ -48,19 +59,30 @@ def discounted_returns(rewards: npt.NDArray[np.float32], gamma: float) -> npt.ND
     return returns
 
 
+@dataclass
+class _Candidate:
+    row: SegmentScored
+    milestones: tuple[str, ...] = ()  # reached in the segment itself
+    records: list[StepRecord] = field(default_factory=list)  # held only while the segment is kept
+    readable: bool = True  # False once its state log turned out missing or unreadable: never chosen
+
+
 class BestSegments:
-    def __init__(self, store: ObjectStore, run_id: str, top_k: int, gamma: float) -> None:
+    def __init__(self, store: ObjectStore, run_id: str, top_k: int, gamma: float,
+                 milestones: Sequence[Milestone] = (), per_milestone: int = 0) -> None:
         self.store = store
         self.run_id = run_id
         self.top_k = top_k
         self.gamma = gamma
+        self.milestones = tuple(milestones)
+        self.per_milestone = per_milestone
         self.epochs_read: set[int] = set()
-        self._kept: list[tuple[SegmentScored, list[StepRecord]]] = []
+        self._candidates: list[_Candidate] = []  # every readable judged segment, best first
+        self._kept: list[_Candidate] = []
 
     def add_epochs(self, epochs: list[int]) -> bool:
         """Let the closed epochs among ``epochs`` compete; whether the kept segments changed. An epoch whose scores
         are not stored yet is left for a later call."""
-        candidates = list(self._kept)
         for epoch in sorted(set(epochs) - self.epochs_read):
             scores = read_epoch_scores(self.store, self.run_id, epoch)
             if scores is None:
@@ -68,19 +90,40 @@ class BestSegments:
             self.epochs_read.add(epoch)
             for problem in scores.unreadable:
                 log.warning("self-imitation leaves out an unreadable score: %s", problem)
-            candidates += [(row, []) for row in scores.rows if np.isfinite(row.combined)]
+            for row in scores.rows:
+                if np.isfinite(row.combined):
+                    self._candidates.append(self._candidate(row))
         # Best first; ties go to the earlier epoch and segment id, so reruns keep the same segments.
-        candidates.sort(key=lambda kept: (-kept[0].combined, kept[0].epoch, kept[0].segment_id))
-        kept: list[tuple[SegmentScored, list[StepRecord]]] = []
-        for row, records in candidates:
-            if len(kept) == self.top_k:
-                break
-            records = records or self._records(row)
-            if records:
-                kept.append((row, records))
-        changed = [row.segment_id for row, _ in kept] != [row.segment_id for row, _ in self._kept]
+        self._candidates.sort(key=lambda c: (-c.row.combined, c.row.epoch, c.row.segment_id))
+        chosen: dict[str, _Candidate] = {}
+        for milestone in self.milestones if self.per_milestone else ():
+            reaching = (c for c in self._candidates if milestone.name in c.milestones and self._readable(c))
+            chosen.update((c.row.segment_id, c) for c in islice(reaching, self.per_milestone))
+        best = (c for c in self._candidates if c.row.segment_id not in chosen and self._readable(c))
+        chosen.update((c.row.segment_id, c) for c in islice(best, self.top_k))
+        self._candidates = [c for c in self._candidates if c.readable]
+        kept = [c for c in self._candidates if c.row.segment_id in chosen]
+        for candidate in self._candidates:
+            if candidate.row.segment_id not in chosen:
+                candidate.records = []  # only the kept segments' steps stay in memory
+        changed = [c.row.segment_id for c in kept] != [c.row.segment_id for c in self._kept]
         self._kept = kept
         return changed
+
+    def _candidate(self, row: SegmentScored) -> _Candidate:
+        """The segment, with the milestones it reached when there are milestones to look for (its state log is
+        read now for that, and otherwise only once it is chosen)."""
+        candidate = _Candidate(row)
+        if self.milestones and self.per_milestone and self._readable(candidate):
+            candidate.milestones = tuple(reached_in(milestone_marks(self.milestones, candidate.records)))
+        return candidate
+
+    def _readable(self, candidate: _Candidate) -> bool:
+        """Whether the candidate's state log could be read (read now if it is not held)."""
+        if candidate.readable and not candidate.records:
+            candidate.records = self._records(candidate.row)
+            candidate.readable = bool(candidate.records)
+        return candidate.readable
 
     def _records(self, row: SegmentScored) -> list[StepRecord]:
         key = keys.segment_states(self.run_id, row.epoch, row.segment_id)
@@ -93,13 +136,13 @@ class BestSegments:
         return []
 
     def data(self) -> ImitationData:
-        steps = [record for _, records in self._kept for record in records]
-        returns = [discounted_returns(np.array([r.reward for r in records], np.float32), self.gamma)
-                   for _, records in self._kept]
+        kept = self._kept
+        steps = [record for c in kept for record in c.records]
+        returns = [discounted_returns(np.array([r.reward for r in c.records], np.float32), self.gamma) for c in kept]
         return ImitationData(
             observations=np.array([r.observation for r in steps], np.float32).reshape(len(steps), OBSERVATION_SIZE),
             actions=np.array([r.action for r in steps], np.int64),
             returns=np.concatenate(returns) if returns else np.zeros(0, np.float32),
-            segment_ids=tuple(row.segment_id for row, _ in self._kept),
-            combined=tuple(row.combined for row, _ in self._kept),
+            segment_ids=tuple(c.row.segment_id for c in kept),
+            combined=tuple(c.row.combined for c in kept),
         )
