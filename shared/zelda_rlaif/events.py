@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PlainSerializer, PlainValidator
+from pydantic import BaseModel, ConfigDict, Field, PlainSerializer, PlainValidator, model_validator
 
 from zelda_rlaif.episodes import EpisodeStats, training_figures
 
@@ -169,9 +169,14 @@ class RewardModelUpdated(Event):
 
 
 class DeadLetter(Event):
-    """A message that could not be processed after its last delivery, kept with the reason."""
+    """A message that could not be processed after its last delivery, kept with the reason.
 
-    schema_version: Literal[1] = 1
+    The payload travels inside the letter (base64) when it fits; a payload too large for that is stored first
+    and ``payload_key`` names it, with ``payload`` left empty. ``run_id``, ``epoch`` and ``segment_id`` are
+    salvaged from the payload for people and logs, even when it does not validate: never trust them for state.
+    """
+
+    schema_version: Literal[2] = 2
     original_subject: str
     stream: str
     consumer: str
@@ -179,9 +184,16 @@ class DeadLetter(Event):
     deliveries: int
     reason: str
     payload: Base64Bytes
+    payload_key: str | None = Field(None, description="object-store key of a payload too large to embed")
     run_id: str | None = None
     epoch: int | None = None
     segment_id: str | None = None
+
+    @model_validator(mode="after")
+    def _payload_in_one_place(self) -> DeadLetter:
+        if self.payload_key is not None and self.payload:
+            raise ValueError("a dead letter embeds its payload or names its payload_key, not both")
+        return self
 
     def dedup_id(self) -> str:
         return f"deadletter:{self.stream}:{self.consumer}:{self.stream_sequence}"
