@@ -187,7 +187,7 @@ async def test_dead_letter_recorded_even_if_the_hook_never_ran(
 
     events, announced = write_epoch(store, run_id=run_id, epoch=3, segments=1)
     await jbus.publish(EPOCH_EXPORTED, announced)
-    letter: DeadLetter = await dead_letter(jbus, judge_consumer(JudgeKind.VISION), SEGMENT_EXPORTED.subject,
+    letter: DeadLetter = await dead_letter(jbus, store, judge_consumer(JudgeKind.VISION), SEGMENT_EXPORTED.subject,
                                            events[0].model_dump_json().encode(), "LLM down for an hour", 5, 4242)
     assert letter.segment_id == events[0].segment_id
     async with running(*one_per_kind(judge_settings)):

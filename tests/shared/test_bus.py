@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 from nats.js.api import AckPolicy
@@ -15,7 +16,8 @@ from zelda_rlaif.bus import Bus, Delivery, InvalidMessage, PermanentFailure, Rou
 from zelda_rlaif.bus.router import subject_matches
 from zelda_rlaif.episodes import EpisodeStats
 from zelda_rlaif.events import EpochExported, JudgeKind, LiveMetrics, SegmentJudged
-from zelda_rlaif.settings import NatsSettings
+from zelda_rlaif.settings import NatsSettings, StoreSettings
+from zelda_rlaif.storage import ObjectStore, open_store
 from zelda_rlaif.subjects import (
     DEAD_LETTER,
     DEADLETTER_STREAM,
@@ -27,6 +29,12 @@ from zelda_rlaif.subjects import (
     ConsumerSpec,
     dead_letter_subject,
 )
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> ObjectStore:
+    """Where the consumers keep the payloads of dead letters too large to embed."""
+    return open_store(StoreSettings(url=f"file://{tmp_path}"))
 
 
 def epoch_event(run_id: str, epoch: int = 0) -> EpochExported:
@@ -55,7 +63,7 @@ async def test_republished_event_is_stored_once(bus: Bus, run_id: str) -> None:
     assert after == before + 1
 
 
-async def test_handler_success_acks_once(bus: Bus, run_id: str) -> None:
+async def test_handler_success_acks_once(store: ObjectStore, bus: Bus, run_id: str) -> None:
     seen: list[tuple[str, int]] = []
     stop = asyncio.Event()
 
@@ -63,7 +71,7 @@ async def test_handler_success_acks_once(bus: Bus, run_id: str) -> None:
         if event.run_id == run_id:
             seen.append((event.run_id, delivery.deliveries))
 
-    task = asyncio.create_task(run_consumer(bus, spec(f"ok-{run_id}"), handler, stop))
+    task = asyncio.create_task(run_consumer(bus, spec(f"ok-{run_id}"), handler, stop, store=store))
     await bus.publish(EPOCH_EXPORTED, epoch_event(run_id, 1))
     await wait_until(lambda: len(seen) == 1)
     await asyncio.sleep(0.3)
@@ -72,7 +80,7 @@ async def test_handler_success_acks_once(bus: Bus, run_id: str) -> None:
     assert seen == [(run_id, 1)]
 
 
-async def test_redelivery_after_consumer_dies_without_ack(bus: Bus, nats_settings: NatsSettings,
+async def test_redelivery_after_consumer_dies_without_ack(store: ObjectStore, bus: Bus, nats_settings: NatsSettings,
                                                            run_id: str) -> None:
     consumer = spec(f"crash-{run_id}", ack_wait_s=1.0)
     await bus.ensure_consumer(consumer)
@@ -93,13 +101,13 @@ async def test_redelivery_after_consumer_dies_without_ack(bus: Bus, nats_setting
         if event.run_id == run_id:
             seen.append(delivery.deliveries)
 
-    task = asyncio.create_task(run_consumer(bus, consumer, handler, stop))
+    task = asyncio.create_task(run_consumer(bus, consumer, handler, stop, store=store))
     await wait_until(lambda: seen == [2])
     stop.set()
     await task
 
 
-async def test_failing_handler_is_retried_then_dead_lettered(bus: Bus, run_id: str) -> None:
+async def test_failing_handler_is_retried_then_dead_lettered(store: ObjectStore, bus: Bus, run_id: str) -> None:
     dead = await catch_live(bus, DEAD_LETTER, run_id)
     letters = dead.events
     attempts: list[int] = []
@@ -110,7 +118,7 @@ async def test_failing_handler_is_retried_then_dead_lettered(bus: Bus, run_id: s
             attempts.append(delivery.deliveries)
             raise RuntimeError("judge backend unavailable")
 
-    task = asyncio.create_task(run_consumer(bus, spec(f"fail-{run_id}", max_deliver=3), handler, stop))
+    task = asyncio.create_task(run_consumer(bus, spec(f"fail-{run_id}", max_deliver=3), handler, stop, store=store))
     await bus.publish(EPOCH_EXPORTED, epoch_event(run_id, 3))
     await wait_until(lambda: len(letters) == 1)
     await asyncio.sleep(0.3)  # nothing more may arrive: the message was terminated
@@ -125,7 +133,7 @@ async def test_failing_handler_is_retried_then_dead_lettered(bus: Bus, run_id: s
     assert EpochExported.model_validate_json(letter.payload).run_id == run_id
 
 
-async def test_permanent_failure_dead_letters_at_once(bus: Bus, run_id: str) -> None:
+async def test_permanent_failure_dead_letters_at_once(store: ObjectStore, bus: Bus, run_id: str) -> None:
     dead = await catch_live(bus, DEAD_LETTER, run_id)
     letters = dead.events
     attempts: list[int] = []
@@ -136,7 +144,7 @@ async def test_permanent_failure_dead_letters_at_once(bus: Bus, run_id: str) -> 
             attempts.append(delivery.deliveries)
             raise PermanentFailure("segment objects are missing")
 
-    task = asyncio.create_task(run_consumer(bus, spec(f"perm-{run_id}"), handler, stop))
+    task = asyncio.create_task(run_consumer(bus, spec(f"perm-{run_id}"), handler, stop, store=store))
     await bus.publish(EPOCH_EXPORTED, epoch_event(run_id, 4))
     await wait_until(lambda: len(letters) == 1)
     stop.set()
@@ -145,7 +153,7 @@ async def test_permanent_failure_dead_letters_at_once(bus: Bus, run_id: str) -> 
     assert attempts == [1]
 
 
-async def test_invalid_payload_is_terminated_and_consumer_goes_on(bus: Bus, run_id: str) -> None:
+async def test_invalid_payload_is_terminated_and_consumer_goes_on(store: ObjectStore, bus: Bus, run_id: str) -> None:
     dead = await catch_live(bus, DEAD_LETTER, run_id)
     letters = dead.events
     handled: list[int] = []
@@ -155,7 +163,7 @@ async def test_invalid_payload_is_terminated_and_consumer_goes_on(bus: Bus, run_
         if event.run_id == run_id:
             handled.append(event.epoch)
 
-    task = asyncio.create_task(run_consumer(bus, spec(f"bad-{run_id}"), handler, stop))
+    task = asyncio.create_task(run_consumer(bus, spec(f"bad-{run_id}"), handler, stop, store=store))
     bad = json.dumps({"run_id": run_id, "epoch": 5, "segments_exported": -1}).encode()
     await bus.js.publish(EPOCH_EXPORTED.subject, bad)
     await bus.publish(EPOCH_EXPORTED, epoch_event(run_id, 6))
@@ -168,7 +176,7 @@ async def test_invalid_payload_is_terminated_and_consumer_goes_on(bus: Bus, run_
     assert letters[0].deliveries == 1
 
 
-async def test_last_delivery_lost_to_a_crash_is_dead_lettered(bus: Bus, nats_settings: NatsSettings,
+async def test_last_delivery_lost_to_a_crash_is_dead_lettered(store: ObjectStore, bus: Bus, nats_settings: NatsSettings,
                                                               run_id: str) -> None:
     """A replica that dies holding the message on its final delivery still leaves a dead letter."""
     consumer = spec(f"lost-{run_id}", max_deliver=1, ack_wait_s=0.5)
@@ -180,14 +188,14 @@ async def test_last_delivery_lost_to_a_crash_is_dead_lettered(bus: Bus, nats_set
         raise AssertionError("the message must not be delivered again")
 
     # A live replica watches the advisories while another one takes the message and dies.
-    task = asyncio.create_task(run_consumer(bus, consumer, never_called, stop, fetch_timeout_s=0.2))
+    task = asyncio.create_task(run_consumer(bus, consumer, never_called, stop, store=store, fetch_timeout_s=0.2))
     await asyncio.sleep(0.2)
     stop.set()
     await task  # the consumer exists now; restart only its advisory watcher below
     stop = asyncio.Event()
     from zelda_rlaif.bus.consumer import watch_max_deliveries
 
-    watcher = asyncio.create_task(watch_max_deliveries(bus, consumer, stop, None))
+    watcher = asyncio.create_task(watch_max_deliveries(bus, store, consumer, stop, None))
     await asyncio.sleep(0.1)
     await bus.publish(EPOCH_EXPORTED, epoch_event(run_id, 7))
     doomed = await Bus.connect(nats_settings, name="doomed-last")

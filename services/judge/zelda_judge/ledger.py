@@ -32,6 +32,7 @@ the message that triggered the check, so it is redelivered and the check runs ag
 leaves a redelivery within ``ack_wait`` (minutes, well inside the two-hour window) that de-duplicates the
 publish and writes the marker. Dead letters are recorded by a durable consumer of the dead-letter stream
 (and, as a fast path, by the consumer's ``on_dead_letter`` hook), so a crash there loses nothing either.
+Only dead letters of valid ``segment.exported`` events are recorded: an invalid event changes no state here.
 
 Scaling: each completion check lists the epoch's scored/ and unjudged/ prefixes (one list call per 1,000
 segments). It only runs when the epoch manifest exists, i.e. near the end of an epoch's judging.
@@ -51,7 +52,15 @@ from zelda_judge.rubric import RubricWeights, combine
 from zelda_judge.segment_io import AsyncStore
 from zelda_rlaif.bus import Bus
 from zelda_rlaif.errors import ObjectNotFound
-from zelda_rlaif.events import EpochExported, JudgeKind, ScoresReady, SegmentJudged, SegmentRef, SegmentScored
+from zelda_rlaif.events import (
+    EpochExported,
+    JudgeKind,
+    ScoresReady,
+    SegmentExported,
+    SegmentJudged,
+    SegmentRef,
+    SegmentScored,
+)
 from zelda_rlaif.storage import keys
 from zelda_rlaif.subjects import SCORES_READY, SEGMENT_JUDGED, SEGMENT_SCORED
 from zelda_rlaif.verdicts import RATIONALE_MAX_CHARS, UnjudgedReason, UnjudgedRecord, VerdictRecord
@@ -141,8 +150,12 @@ class ScoreLedger:
 
     # Dead-lettered segments
 
-    async def record_unjudged(self, ref: SegmentRef, kind: str, reason: str, deliveries: int) -> None:
-        """Record why ``kind`` gave up on the segment; the epoch counts it as unjudged."""
+    async def record_unjudged(self, ref: SegmentExported, kind: str, reason: str, deliveries: int) -> None:
+        """Record why ``kind`` gave up on the segment; the epoch counts it as unjudged.
+
+        Only a valid ``segment.exported`` is taken (typed so): ids salvaged from an invalid event could name
+        another run's epoch and close it early.
+        """
         key = keys.unjudged_segment(ref.run_id, ref.epoch, ref.segment_id)
         try:
             record = UnjudgedRecord.model_validate_json(await self.store.get_bytes(key))

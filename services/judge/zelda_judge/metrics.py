@@ -4,7 +4,7 @@
 |---|---|---|
 | `zelda_judge_llm_requests_total` | kind, outcome | chat completions by outcome (see below) |
 | `zelda_judge_llm_request_seconds` | kind | latency of one chat completion |
-| `zelda_judge_segments_total` | kind, outcome | segments: judged, reused, failed, dead_lettered |
+| `zelda_judge_segments_total` | kind, outcome | segments: judged, reused, failed, dead_lettered, invalid |
 | `zelda_judge_segment_seconds` | kind | time to judge one segment (load, votes, store, publish) |
 | `zelda_judge_segments_in_flight` | kind | segments being judged now |
 | `zelda_judge_vote_agreement` | kind | 1 - spread of the votes per verdict |
@@ -12,7 +12,8 @@
 
 Request outcomes: ok, timeout, http_error (408/429/5xx), transport_error, invalid_json (prose, broken JSON),
 invalid_scores (missing or out of range), truncated (max_tokens), rejected (other 4xx). Segment outcomes:
-judged, reused (the verdict was already stored: a redelivery), failed (redelivered later), dead_lettered.
+judged, reused (the verdict was already stored: a redelivery), failed (redelivered later), dead_lettered,
+invalid (a dead-lettered segment.exported that does not validate: counted in no epoch).
 """
 
 from __future__ import annotations

@@ -7,7 +7,8 @@ other replicas of its kind:
   verdict, combine the segment if this was its last verdict, close the epoch if this was its last segment;
 - ``judge-<kind>-epochs`` on ``epoch.exported``: store the epoch manifest and close the epoch if complete;
 - ``judge-<kind>-deadletters`` on the dead letters of ``segment.exported``: record segments this kind gave
-  up on as unjudged, so the epoch still closes.
+  up on as unjudged, so the epoch still closes. Only a dead letter whose payload is a valid ``segment.exported``
+  counts: an invalid event changes no ledger state (its dead letter stays for people to read).
 
 All coordination is in ``zelda_judge.ledger`` (see its docstring for the exactly-once argument).
 """
@@ -30,8 +31,8 @@ from zelda_judge.metrics import JudgeMetrics
 from zelda_judge.segment_io import AsyncStore, SegmentReader
 from zelda_judge.settings import JudgeSettings
 from zelda_rlaif.bus import Bus, Delivery, run_consumer
-from zelda_rlaif.errors import ZeldaRlaifError
-from zelda_rlaif.events import DeadLetter, EpochExported, SegmentExported, SegmentJudged, SegmentRef
+from zelda_rlaif.errors import ObjectNotFound, ZeldaRlaifError
+from zelda_rlaif.events import DeadLetter, EpochExported, SegmentExported, SegmentJudged
 from zelda_rlaif.http_server import serve_until_stopped
 from zelda_rlaif.logs import log_context
 from zelda_rlaif.storage import open_store
@@ -63,18 +64,24 @@ def segment_concurrency(settings: JudgeSettings, backend: JudgeBackend) -> int:
     return max(1, math.ceil(1.5 * max_in_flight / per_segment))
 
 
-def segment_of(letter: DeadLetter) -> SegmentRef | None:
-    """The segment a dead letter is about: from its payload, else from the ids the bus salvaged."""
-    try:
-        return SegmentExported.model_validate_json(letter.payload)
-    except ValidationError:
-        pass
-    if letter.run_id and letter.epoch is not None and letter.segment_id:
+async def segment_of(letter: DeadLetter, store: AsyncStore) -> SegmentExported | None:
+    """The segment a dead letter is about, if its payload (embedded or stored) is a valid ``segment.exported``.
+
+    The ids the bus salvaged from an invalid payload are never used: they may name another run's epoch (or a
+    segment that does not exist), and counting them there would close that epoch early.
+    """
+    payload = letter.payload
+    if letter.payload_key is not None:
         try:
-            return SegmentRef(run_id=letter.run_id, epoch=letter.epoch, segment_id=letter.segment_id)
-        except ValidationError:
+            payload = await store.get_bytes(letter.payload_key)
+        except ObjectNotFound:
+            log.error("dead letter %s names payload %s, which is gone; nothing to count", letter.dedup_id(),
+                      letter.payload_key)
             return None
-    return None
+    try:
+        return SegmentExported.model_validate_json(payload)
+    except ValidationError:
+        return None
 
 
 class JudgeService:
@@ -86,6 +93,7 @@ class JudgeService:
         self.kind = settings.judge_kind
         self.bus = bus
         self.ledger = ledger
+        self.store = store
         self.reader = SegmentReader(store)
         self.backend = backend
         self.metrics = metrics
@@ -140,9 +148,11 @@ class JudgeService:
         """Durable path: every dead letter of this kind's segment consumer becomes an unjudged record."""
         if letter.consumer != self.segments_spec.durable:
             return  # another kind's (or service's) give-up: that consumer records its own
-        ref = segment_of(letter)
+        ref = await segment_of(letter, self.store)
         if ref is None:
-            log.error("dead letter %s names no segment; nothing to count", letter.dedup_id())
+            log.error("dead letter %s is not a valid segment.exported (salvaged run %s, epoch %s, segment %s); "
+                      "it is counted in no epoch", letter.dedup_id(), letter.run_id, letter.epoch, letter.segment_id)
+            self.metrics.segment("invalid")
             return
         await self.ledger.record_unjudged(ref, self.kind.value, letter.reason, letter.deliveries)
         self.metrics.segment("dead_lettered")
@@ -150,15 +160,15 @@ class JudgeService:
 
     async def dead_letter_hook(self, letter: DeadLetter) -> None:
         """Fast path from ``run_consumer``; the durable consumer above repeats it if this one fails."""
-        ref = segment_of(letter)
-        if ref is None:
-            return
         try:
+            ref = await segment_of(letter, self.store)
+            if ref is None:
+                return
             await self.ledger.record_unjudged(ref, self.kind.value, letter.reason, letter.deliveries)
             await self.close_epoch(ref.run_id, ref.epoch)
         except Exception as exc:  # the durable dead-letter consumer records it instead
-            log.warning("could not record unjudged segment %s now (%s); the dead-letter consumer will",
-                        ref.segment_id, exc)
+            log.warning("could not record dead letter %s now (%s); the dead-letter consumer will",
+                        letter.dedup_id(), exc)
 
     async def close_epoch(self, run_id: str, epoch: int) -> None:
         if await self.ledger.try_close_epoch(run_id, epoch) is not None:
@@ -192,10 +202,11 @@ async def serve(settings: JudgeSettings, stop: asyncio.Event) -> None:
                  backend.name, backend.model, concurrency, raw_store.url)
         try:
             async with asyncio.TaskGroup() as group:
-                group.create_task(run_consumer(bus, service.segments_spec, service.on_segment, stop,
+                group.create_task(run_consumer(bus, service.segments_spec, service.on_segment, stop, store=raw_store,
                                                concurrency=concurrency, on_dead_letter=service.dead_letter_hook))
-                group.create_task(run_consumer(bus, service.epochs_spec, service.on_epoch, stop))
-                group.create_task(run_consumer(bus, service.dead_letters_spec, service.on_dead_letter, stop))
+                group.create_task(run_consumer(bus, service.epochs_spec, service.on_epoch, stop, store=raw_store))
+                group.create_task(run_consumer(bus, service.dead_letters_spec, service.on_dead_letter, stop,
+                                               store=raw_store))
                 if settings.http_port:
                     app = build_app(metrics, service.health)
                     server = health_server(app, settings.http_host, settings.http_port)

@@ -76,4 +76,4 @@ async def serve(
     async with lifespan(settings) as clients:
         log.info("reward-model service consuming %s as %r; store %s", consumer.filter_subject, consumer.durable,
                  clients.store.url)
-        await run_consumer(clients.bus, consumer, ScoresReadyHandler(settings, clients), stop)
+        await run_consumer(clients.bus, consumer, ScoresReadyHandler(settings, clients), stop, store=clients.store)

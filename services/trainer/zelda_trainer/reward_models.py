@@ -39,7 +39,7 @@ class RewardModelFollower:
         self.spec = trainer_model_consumer(run_id)
 
     async def run(self, stop: asyncio.Event) -> None:
-        await run_consumer(self.bus, self.spec, self._handle, stop)
+        await run_consumer(self.bus, self.spec, self._handle, stop, store=self.store)
 
     async def _handle(self, event: RewardModelUpdated, delivery: Delivery) -> None:
         if event.run_id != self.run_id:

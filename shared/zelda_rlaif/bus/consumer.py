@@ -2,20 +2,25 @@
 
 For every message exactly one of these happens:
 - the handler returns: the message is acknowledged;
-- the payload does not validate (or its subject is not the consumer's topic), or the handler raises
-  ``PermanentFailure``: the message is published to the dead-letter subject with the reason, then terminated
-  (no point in retrying);
+- the payload does not decode or validate, whatever the exception (or its subject is not the consumer's topic),
+  or the handler raises ``PermanentFailure``: the message is published to the dead-letter subject with the
+  reason, then terminated (no point in retrying);
 - the handler raises anything else: it is redelivered after a back-off delay, and on its last delivery
   (``max_deliver``) dead-lettered with the error;
 - the process dies mid-message: JetStream redelivers it after ``ack_wait``; if that was the last delivery,
   the max-deliveries advisory is turned into a dead letter by any replica (``watch_max_deliveries``).
 The consumer loop itself keeps running whatever a single message does.
+
+A dead letter embeds the payload when it fits in a NATS message; a larger one is stored in the object store
+first and the letter names its key. A message is terminated only once its dead letter is published: if storing
+or publishing fails, it is handed back to JetStream and dead-lettered on a later delivery.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import json
 import logging
 from collections.abc import Awaitable, Callable
@@ -30,11 +35,19 @@ from zelda_rlaif.bus.client import Bus
 from zelda_rlaif.bus.router import InvalidMessage, Router
 from zelda_rlaif.events import DeadLetter, Event
 from zelda_rlaif.logs import log_context
+from zelda_rlaif.storage import ObjectStore, keys
 from zelda_rlaif.subjects import DEAD_LETTER, ConsumerSpec, dead_letter_subject
 
 log = logging.getLogger(__name__)
 
 E = TypeVar("E", bound=Event)
+
+REASON_MAX_CHARS = 4000
+# Salvaged ids longer than this are not ids: a payload could otherwise smuggle its bulk into the letter's fields.
+SALVAGED_ID_MAX_CHARS = 200
+# Room in a NATS message for everything of a dead letter but its base64 payload: the reason (JSON-escaped, up to
+# 6 bytes a character), the salvaged ids, the other fields and the headers.
+LETTER_ENVELOPE_BYTES = 64 * 1024
 
 
 class PermanentFailure(Exception):
@@ -63,33 +76,67 @@ def _context_of(payload: bytes) -> dict[str, Any]:
     """Best-effort ids from a payload for logs and dead letters, even when it does not validate."""
     try:
         data = json.loads(payload)
-    except ValueError:
+    except Exception:  # whatever the payload makes the parser raise (deeply nested: RecursionError), no ids
         return {}
     if not isinstance(data, dict):
         return {}
-    return {k: data.get(k) for k in ("run_id", "epoch", "segment_id") if isinstance(data.get(k), str | int)}
+    return {k: data[k] for k in ("run_id", "epoch", "segment_id") if _looks_like_an_id(data.get(k))}
+
+
+def _looks_like_an_id(value: object) -> bool:
+    if isinstance(value, str):
+        return len(value) <= SALVAGED_ID_MAX_CHARS
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def embeddable(payload: bytes, max_payload: int) -> bool:
+    """Whether ``payload``, base64-encoded inside a dead letter, fits in a NATS message of ``max_payload`` bytes."""
+    return 4 * -(-len(payload) // 3) + LETTER_ENVELOPE_BYTES <= max_payload
 
 
 async def dead_letter(
-    bus: Bus, spec: ConsumerSpec[Any], subject: str, payload: bytes, reason: str,
+    bus: Bus, store: ObjectStore, spec: ConsumerSpec[Any], subject: str, payload: bytes, reason: str,
     deliveries: int, stream_sequence: int | None,
 ) -> DeadLetter:
+    """Publish the dead letter of a message; raises (and the caller must not terminate the message) when its
+    payload could not be stored or the letter not published."""
     ids = _context_of(payload)
+    payload_key = None
+    if not embeddable(payload, bus.nc.max_payload):
+        payload_key = keys.dead_letter_payload(spec.stream, spec.durable, stream_sequence,
+                                               hashlib.sha256(payload).hexdigest())
+        await asyncio.to_thread(_store_once, store, payload_key, payload)
+    reason = reason[:REASON_MAX_CHARS]
     letter = DeadLetter(
         original_subject=subject,
         stream=spec.stream,
         consumer=spec.durable,
         stream_sequence=stream_sequence,
         deliveries=deliveries,
-        reason=reason[:4000],
-        payload=payload,
+        reason=reason,
+        payload=b"" if payload_key else payload,
+        payload_key=payload_key,
         run_id=str(ids["run_id"]) if "run_id" in ids else None,
         epoch=ids["epoch"] if isinstance(ids.get("epoch"), int) else None,
         segment_id=str(ids["segment_id"]) if "segment_id" in ids else None,
     )
     await bus.publish(DEAD_LETTER, letter, subject=dead_letter_subject(subject))
-    log.error("dead-lettered %s after %d deliveries: %s", subject, deliveries, reason)
+    log.error("dead-lettered %s after %d deliveries%s: %s", subject, deliveries,
+              f" (payload stored as {payload_key})" if payload_key else "", reason[:500])
     return letter
+
+
+def _store_once(store: ObjectStore, key: str, payload: bytes) -> None:
+    # The key holds the payload's digest: if it exists, it holds these very bytes (a repeated dead-lettering).
+    if not store.exists(key):
+        store.put_bytes(key, payload)
+
+
+async def dead_letter_payload(letter: DeadLetter, store: ObjectStore) -> bytes:
+    """The payload of ``letter``, embedded or stored; raises ``ObjectNotFound`` if a stored one was deleted."""
+    if letter.payload_key is None:
+        return letter.payload
+    return await asyncio.to_thread(store.get_bytes, letter.payload_key)
 
 
 async def _heartbeat(msg: Msg, every_s: float) -> None:
@@ -101,14 +148,21 @@ async def _heartbeat(msg: Msg, every_s: float) -> None:
 
 
 def _router(
-    bus: Bus, spec: ConsumerSpec[E], handler: Handler[E], on_dead_letter: DeadLetterHook | None
+    bus: Bus, store: ObjectStore, spec: ConsumerSpec[E], handler: Handler[E], on_dead_letter: DeadLetterHook | None
 ) -> Router[[Msg, Delivery], Awaitable[None]]:
     """Routes ``spec``'s messages to ``handler`` and settles each one: ack, redeliver, or dead-letter."""
 
     async def give_up(msg: Msg, delivery: Delivery, reason: str) -> None:
         """Dead-letter with the reason, then terminate: JetStream must not deliver it again."""
-        letter = await dead_letter(bus, spec, msg.subject, msg.data, reason, delivery.deliveries,
-                                   delivery.stream_sequence)
+        try:
+            letter = await dead_letter(bus, store, spec, msg.subject, msg.data, reason, delivery.deliveries,
+                                       delivery.stream_sequence)
+        except Exception:
+            # Not dead-lettered (the store or NATS failed): hand it back so that a later delivery tries again
+            # (after the last one, the max-deliveries watcher does); terminating now would lose it.
+            with contextlib.suppress(Exception):
+                await msg.nak(delay=spec.redelivery_delay(delivery.deliveries).total_seconds())
+            raise
         await msg.term()
         if on_dead_letter:
             await on_dead_letter(letter)
@@ -155,15 +209,17 @@ async def run_consumer(
     handler: Handler[E],
     stop: asyncio.Event,
     *,
+    store: ObjectStore,
     concurrency: int = 1,
     fetch_timeout_s: float = 1.0,
     on_dead_letter: DeadLetterHook | None = None,
 ) -> None:
-    """Consume ``spec`` until ``stop`` is set, with up to ``concurrency`` messages in flight."""
+    """Consume ``spec`` until ``stop`` is set, with up to ``concurrency`` messages in flight. ``store`` keeps the
+    payloads of dead letters too large to embed."""
     await bus.ensure_consumer(spec)
     sub = await bus.js.pull_subscribe_bind(durable=spec.durable, stream=spec.stream)
-    router = _router(bus, spec, handler, on_dead_letter)
-    watcher = asyncio.create_task(watch_max_deliveries(bus, spec, stop, on_dead_letter))
+    router = _router(bus, store, spec, handler, on_dead_letter)
+    watcher = asyncio.create_task(watch_max_deliveries(bus, store, spec, stop, on_dead_letter))
     slots = asyncio.Semaphore(concurrency)
     in_flight: set[asyncio.Task[None]] = set()
 
@@ -207,7 +263,7 @@ async def run_consumer(
 
 
 async def watch_max_deliveries(
-    bus: Bus, spec: ConsumerSpec[Any], stop: asyncio.Event, on_dead_letter: DeadLetterHook | None
+    bus: Bus, store: ObjectStore, spec: ConsumerSpec[Any], stop: asyncio.Event, on_dead_letter: DeadLetterHook | None
 ) -> None:
     """Dead-letter messages whose last delivery was never settled (the replica died holding it).
 
@@ -224,12 +280,17 @@ async def watch_max_deliveries(
         except (ValueError, KeyError, NotFoundError) as exc:
             log.error("max-deliveries advisory for %s could not be resolved: %s", spec.durable, exc)
             return
-        letter = await dead_letter(
-            bus, spec, original.subject or spec.filter_subject, original.data or b"",
-            f"delivered {advisory.get('deliveries', spec.max_deliver)} times without being acknowledged "
-            "(the consumer crashed or exceeded ack_wait each time)",
-            int(advisory.get("deliveries", spec.max_deliver)), seq,
-        )
+        try:
+            letter = await dead_letter(
+                bus, store, spec, original.subject or spec.filter_subject, original.data or b"",
+                f"delivered {advisory.get('deliveries', spec.max_deliver)} times without being acknowledged "
+                "(the consumer crashed, exceeded ack_wait or could not dead-letter it each time)",
+                int(advisory.get("deliveries", spec.max_deliver)), seq,
+            )
+        except Exception as exc:
+            log.error("could not dead-letter message %d of stream %s (%s: %s); it stays in the stream",
+                      seq, spec.stream, type(exc).__name__, exc)
+            return
         if on_dead_letter:
             await on_dead_letter(letter)
 

@@ -57,10 +57,17 @@ class InvalidMessage:
     subject: str
     data: bytes
     topic: Topic[Event] | None  # None: no routed topic matches the subject
-    error: ValidationError | None = None
+    # Usually a ValidationError; anything else a payload made decoding raise (a validator's TypeError, ...).
+    error: Exception | None = None
 
     def errors(self, limit: int | None = None) -> list[ErrorDetails]:
-        return self.error.errors(include_url=False)[:limit] if self.error is not None else []
+        if self.error is None:
+            return []
+        if isinstance(self.error, ValidationError):
+            return self.error.errors(include_url=False)[:limit]
+        detail = ErrorDetails(type="undecodable", loc=(), msg=f"{type(self.error).__name__}: {self.error}",
+                              input=None)
+        return [detail][:limit]
 
     @property
     def reason(self) -> str:
@@ -101,7 +108,7 @@ class Router(Generic[P, R]):
             return self._on_invalid(InvalidMessage(subject, data, None), *args, **kwargs)
         try:
             event = topic.model.model_validate_json(data)
-        except ValidationError as exc:
+        except Exception as exc:  # whatever a payload makes decoding raise, it is that message's fault alone
             return self._on_invalid(InvalidMessage(subject, data, topic, exc), *args, **kwargs)
         return self._handlers[topic](event, *args, **kwargs)
 

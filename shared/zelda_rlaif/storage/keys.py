@@ -16,6 +16,7 @@ Layout (one bucket or directory; prefixes keep the original design's separation 
     pipeline/{run}/epochs/epoch_{N}.json                 (the epoch's EpochReport)
     pipeline/{run}/evaluations/epoch_{N}.json            (the trainer's EvalReport of the epoch's policy)
     pipeline/{run}/evaluations/epoch_{N}.gif             (its best episode)
+    deadletters/{stream}/{consumer}/{sequence}-{sha256}.bin  (a dead letter's payload too large to embed)
 """
 
 from __future__ import annotations
@@ -192,3 +193,13 @@ def evaluation(run_id: str, epoch: int) -> str:
 
 def evaluation_video(run_id: str, epoch: int) -> str:
     return f"{evaluations(run_id)}{_epoch(epoch)}.gif"
+
+
+# Dead letters (not under a run: the payload that failed may name no run, or a wrong one)
+
+
+def dead_letter_payload(stream: str, consumer: str, stream_sequence: int | None, payload_sha256: str) -> str:
+    """The payload of a dead letter too large to travel inside it. The digest keeps payloads apart when the
+    sequence is unknown, and makes dead-lettering the same message again rewrite the same bytes."""
+    sequence = "unknown" if stream_sequence is None else str(stream_sequence)
+    return f"deadletters/{stream}/{consumer}/{sequence}-{payload_sha256}.bin"
