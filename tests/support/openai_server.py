@@ -20,8 +20,10 @@ Protocol behaviour, like a real server:
 
 ``peak_in_flight`` is the most chat requests it ever held at once.
 
-Faults (``FAULTS``): ``timeout`` (hold the request without answering), ``http_500``, ``prose`` (text
-instead of JSON), ``out_of_range`` (numbers outside the schema's range), ``broken_json`` (truncated JSON).
+Faults (``FAULTS``): ``timeout`` (hold the request without answering), ``http_500``, ``http_429`` (rate
+limited) and ``http_503`` (overloaded), each with a ``Retry-After`` header when ``retry_after`` is set (seconds
+or an HTTP-date, sent as given), ``prose`` (text instead of JSON), ``out_of_range`` (numbers outside the
+schema's range), ``broken_json`` (truncated JSON).
 """
 
 from __future__ import annotations
@@ -38,8 +40,8 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Literal
 
-Fault = Literal["timeout", "http_500", "prose", "out_of_range", "broken_json"]
-FAULTS: tuple[Fault, ...] = ("timeout", "http_500", "prose", "out_of_range", "broken_json")
+Fault = Literal["timeout", "http_500", "http_429", "http_503", "prose", "out_of_range", "broken_json"]
+FAULTS: tuple[Fault, ...] = ("timeout", "http_500", "http_429", "http_503", "prose", "out_of_range", "broken_json")
 
 # (request body, choice index, seed used for that choice or None) -> the choice's message content
 Responder = Callable[[dict[str, Any], int, int | None], str]
@@ -63,6 +65,7 @@ class OpenAIServer:
         self.api_key = api_key
         self.responder = responder
         self.hang_s = hang_s
+        self.retry_after: str | None = None  # the Retry-After header of http_429 and http_503 answers
         self._lock = threading.Lock()
         self._requests: list[RecordedRequest] = []
         self._scripted: deque[Fault] = deque()
@@ -247,10 +250,12 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:
         return None
 
-    def _send(self, status: int, payload: dict[str, Any] | str) -> None:
+    def _send(self, status: int, payload: dict[str, Any] | str, headers: dict[str, str] | None = None) -> None:
         data = (json.dumps(payload) if isinstance(payload, dict) else payload).encode()
         self.send_response(status)
         self.send_header("Content-Type", "application/json" if isinstance(payload, dict) else "text/plain")
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)
@@ -304,5 +309,11 @@ class _Handler(BaseHTTPRequestHandler):
             return
         if fault == "http_500":
             self._send(500, {"error": {"message": "internal server error (injected)", "type": "server_error"}})
+            return
+        if fault in ("http_429", "http_503"):
+            retry_after = self.owner.retry_after
+            status, kind = (429, "rate_limit_exceeded") if fault == "http_429" else (503, "overloaded")
+            self._send(status, {"error": {"message": f"{kind} (injected)", "type": kind}},
+                       {"Retry-After": retry_after} if retry_after is not None else None)
             return
         self._send(200, self.owner.completion(body, fault))

@@ -95,6 +95,9 @@ class JudgeSettings(BaseSettings):
     llm_retries: int = Field(2, ge=0, le=10, description="extra attempts per vote on timeouts, 5xx or garbage")
     llm_backoff_s: float = Field(0.5, ge=0.0, description="first retry delay; doubles per attempt, with jitter")
     llm_backoff_max_s: float = Field(8.0, ge=0.0, description="cap of the retry delay")
+    llm_retry_after_max_s: float = Field(
+        60.0, ge=0.0, description="longest wait honoured from a 429/503 answer's Retry-After (seconds or HTTP-date)"
+    )
 
     # Prompt
     token_budget: int = Field(

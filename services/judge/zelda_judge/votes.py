@@ -3,7 +3,9 @@
 A vote is a JSON object with one number in [0, 1] per dimension of the kind plus a short rationale. The
 schema goes to the server as structured output; the answer is validated again here, because some servers
 do not enforce ``minimum``/``maximum`` (or the schema at all), and an unchecked 7.5 would be a made-up score.
-Keys beyond the schema are ignored: they cannot change a score.
+Scores are validated strictly: ``true`` is not 1.0 and ``"0.5"`` is not 0.5 (an answer that does not follow
+the schema is not trusted to mean a number), so they are invalid votes like a missing score. Keys beyond the
+schema are ignored: they cannot change a score.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ VOTE_RATIONALE_MAX_CHARS = 400
 
 
 class InvalidVote(ValueError):
-    """The model's answer is not a usable vote (prose, broken JSON, missing or out-of-range scores)."""
+    """The model's answer is not a usable vote (prose, broken JSON, missing, non-numeric or out-of-range scores)."""
 
 
 class _VoteBase(BaseModel):
@@ -41,7 +43,8 @@ class _VoteBase(BaseModel):
 
 def _vote_model(kind: JudgeKind) -> type[_VoteBase]:
     fields: dict[str, Any] = {
-        d.name: (float, Field(ge=0.0, le=1.0, allow_inf_nan=False, description=d.description))
+        # strict: a JSON number only (an integer 0 or 1 is one); no bool, no numeric string
+        d.name: (float, Field(ge=0.0, le=1.0, allow_inf_nan=False, strict=True, description=d.description))
         for d in KINDS[kind].dimensions
     }
     return create_model(f"{kind.value.title()}Vote", __base__=_VoteBase, **fields)
@@ -90,7 +93,7 @@ def parse_vote(kind: JudgeKind, content: str | None, seed: int | None = None) ->
             f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']} (got {e.get('input')!r})"
             for e in exc.errors(include_url=False)
         )
-        raise InvalidVote(f"scores out of range or missing: {problems}") from None
+        raise InvalidVote(f"scores missing, not numbers or out of range: {problems}") from None
     return Vote(scores={d: float(getattr(vote, d)) for d in KINDS[kind].dimension_names}, rationale=vote.rationale,
                 seed=seed)
 

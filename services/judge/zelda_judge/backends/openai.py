@@ -12,6 +12,9 @@ Per segment:
   retried with exponential back-off and jitter, each retry with a fresh seed; when the retries are spent
   ``JudgeBackendError`` is raised and the bus redelivers the segment later, then dead-letters it. Other 4xx
   answers (bad model name, bad key) are not retried here: they need an operator, not another attempt.
+- a 429 or 503 with ``Retry-After`` (seconds or an HTTP-date) is honoured, capped at
+  ``LLM_RETRY_AFTER_MAX_S``: the retry waits at least that long, and so does every other request of the replica
+  (the server asked this client, not this one request, to hold back).
 - median per dimension, agreement = 1 - mean spread.
 """
 
@@ -21,7 +24,10 @@ import asyncio
 import hashlib
 import logging
 import random
+import re
 import time
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
 from typing import Any, Literal
 
 import httpx
@@ -39,14 +45,37 @@ from zelda_rlaif.verdicts import Vote
 log = logging.getLogger(__name__)
 
 RETRYABLE_STATUS = frozenset({408, 409, 425, 429}) | frozenset(range(500, 600))
+# The statuses whose Retry-After says when the server takes requests again (RFC 9110, section 10.2.3).
+RETRY_AFTER_STATUS = frozenset({429, 503})
+_DELAY_SECONDS = re.compile(r"\d+(?:\.\d+)?")
 
 
 class _Retryable(Exception):
     """One attempt failed in a way another attempt may fix."""
 
-    def __init__(self, outcome: str, message: str) -> None:
+    def __init__(self, outcome: str, message: str, retry_after_s: float | None = None) -> None:
         super().__init__(message)
         self.outcome = outcome
+        self.retry_after_s = retry_after_s  # what the server asked to wait, if it said
+
+
+def retry_after_s(value: str | None, now: datetime | None = None) -> float | None:
+    """Seconds a ``Retry-After`` header asks to wait: delay-seconds or an HTTP-date (a past date is 0).
+
+    None when absent or unreadable: then the usual back-off applies.
+    """
+    if value is None:
+        return None
+    text = value.strip()
+    if _DELAY_SECONDS.fullmatch(text):
+        return float(text)
+    try:
+        when = parsedate_to_datetime(text)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:  # an HTTP-date is always GMT
+        when = when.replace(tzinfo=UTC)
+    return max(0.0, (when - (now or datetime.now(UTC))).total_seconds())
 
 
 def segment_seed(run_id: str, segment_id: str, kind: JudgeKind) -> int:
@@ -75,6 +104,7 @@ class OpenAIJudge:
             headers=headers,
         )
         self._random = random.Random()
+        self._resume_at = 0.0  # time.monotonic() before which a Retry-After asked us to send nothing
 
     @property
     def key_frames(self) -> int:
@@ -134,7 +164,7 @@ class OpenAIJudge:
             except _Retryable as exc:
                 problem = str(exc)
                 if attempt + 1 < attempts:
-                    delay = self._backoff(attempt)
+                    delay = self._retry_delay(attempt, exc.retry_after_s)
                     log.warning("LLM attempt %d/%d failed (%s); retrying in %.2fs", attempt + 1, attempts, exc, delay)
                     await asyncio.sleep(delay)
         raise JudgeBackendError(
@@ -146,6 +176,19 @@ class OpenAIJudge:
     def _backoff(self, attempt: int) -> float:
         ceiling = min(self.settings.llm_backoff_max_s, self.settings.llm_backoff_s * 2**attempt)
         return ceiling / 2 + self._random.uniform(0, ceiling / 2)  # "equal jitter": never zero, never in step
+
+    def _retry_delay(self, attempt: int, asked_s: float | None) -> float:
+        """The back-off, or what the server's Retry-After asked (up to the cap) when that is longer; a Retry-After
+        also holds back every other request of this replica until then."""
+        backoff = self._backoff(attempt)
+        if asked_s is None:
+            return backoff
+        honoured = min(asked_s, self.settings.llm_retry_after_max_s)
+        if honoured < asked_s:
+            log.warning("the LLM server asked to wait %.0fs; waiting %.1fs (ZELDA_JUDGE_LLM_RETRY_AFTER_MAX_S)",
+                        asked_s, honoured)
+        self._resume_at = max(self._resume_at, time.monotonic() + honoured)
+        return max(backoff, honoured)
 
     def _payload(self, messages: list[dict[str, Any]], seed: int, n: int) -> dict[str, Any]:
         payload: dict[str, Any] = {
@@ -161,6 +204,9 @@ class OpenAIJudge:
         return payload
 
     async def _ask(self, messages: list[dict[str, Any]], seed: int, n: int) -> list[Vote]:
+        held_back = self._resume_at - time.monotonic()
+        if held_back > 0:
+            await asyncio.sleep(held_back)
         async with self._slots:
             started = time.perf_counter()
             try:
@@ -175,7 +221,9 @@ class OpenAIJudge:
             elapsed = time.perf_counter() - started
         if response.status_code in RETRYABLE_STATUS:
             self.metrics.request("http_error", elapsed)
-            raise _Retryable("http_error", f"HTTP {response.status_code}: {response.text[:200]}")
+            asked = (retry_after_s(response.headers.get("Retry-After"))
+                     if response.status_code in RETRY_AFTER_STATUS else None)
+            raise _Retryable("http_error", f"HTTP {response.status_code}: {response.text[:200]}", asked)
         if response.status_code >= 400:
             self.metrics.request("rejected", elapsed)
             raise JudgeBackendError(
