@@ -22,3 +22,7 @@ class StoreError(ZeldaRlaifError):
 
 class BusError(ZeldaRlaifError):
     """NATS / JetStream is unreachable or misconfigured."""
+
+
+class ObjectExists(ZeldaRlaifError):
+    """An exclusive (write-once) put found its key already stored; the stored object is left as it was."""

@@ -1,14 +1,16 @@
-"""Both object-store backends behave the same: put/get/list/prefix/delete, large objects, atomic writes."""
+"""Both object-store backends behave the same: put/get/list/prefix/delete, large objects, atomic writes,
+write-once (exclusive) puts."""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
-from zelda_rlaif.errors import ObjectNotFound, SettingsError, StoreError
+from zelda_rlaif.errors import ObjectExists, ObjectNotFound, SettingsError, StoreError
 from zelda_rlaif.settings import StoreSettings, load_settings
 from zelda_rlaif.storage import ObjectStore, keys, open_store
 from zelda_rlaif.storage.file import FileStore
@@ -34,6 +36,39 @@ def test_put_get_exists_delete(store: ObjectStore) -> None:
     store.delete(key)  # deleting twice is fine
     with pytest.raises(ObjectNotFound, match="seg-1"):
         store.get_bytes(key)
+
+
+def test_exclusive_puts_write_once(store: ObjectStore) -> None:
+    key = keys.segment_manifest("run-1", 0, "seg-1")
+    store.put_json(key, {"a": 1}, exclusive=True)
+    with pytest.raises(ObjectExists, match=r"seg-1.*written once"):
+        store.put_json(key, {"a": 2}, exclusive=True)
+    with pytest.raises(ObjectExists):  # the same bytes too: the key is taken, whoever took it
+        store.put_bytes(key, store.get_bytes(key), "application/json", exclusive=True)
+    assert store.get_json(key) == {"a": 1}
+    assert list(store.list(keys.segment_prefix("run-1", 0, "seg-1"))) == [key], "no temporary object is left"
+    store.put_bytes(keys.segment_states("run-1", 0, "seg-1"), b"{}\n", exclusive=True)  # a free key is written
+    assert store.get_bytes(keys.segment_states("run-1", 0, "seg-1")) == b"{}\n"
+    store.put_json(key, {"a": 3})  # a plain put still replaces
+    assert store.get_json(key) == {"a": 3}
+
+
+def test_racing_exclusive_puts_store_exactly_one(tmp_path: Path) -> None:
+    store = FileStore(tmp_path / "s")
+    key = keys.segment_states("run-1", 0, "seg-1")
+
+    def put(index: int) -> bool:
+        try:
+            store.put_bytes(key, f"writer {index}\n".encode() * 10_000, exclusive=True)
+        except ObjectExists:
+            return False
+        return True
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        won = list(pool.map(put, range(16)))
+    assert won.count(True) == 1
+    assert store.get_bytes(key) == f"writer {won.index(True)}\n".encode() * 10_000, "the winner's object, whole"
+    assert [p.name for p in (tmp_path / "s" / key).parent.iterdir()] == ["states.jsonl"]
 
 
 def test_list_by_prefix_is_sorted_and_exact(store: ObjectStore) -> None:

@@ -11,17 +11,27 @@ from typing import Any
 from pydantic import BaseModel
 
 
+def exists_message(key: str, store_url: str) -> str:
+    """``ObjectExists``'s sentence, the same for every backend."""
+    return (f"object {key!r} already exists in {store_url} and is written once: the new object was not stored "
+            "and the old one is unchanged; the writer reused a key that must be unique (a bug: please report it)")
+
+
 class ObjectStore(ABC):
     """Keys are ``/``-separated relative paths built by ``zelda_rlaif.storage.keys``.
 
     Writes are whole-object and atomic from a reader's point of view: a reader sees the old object, the new
-    one, or nothing, never a torn write.
+    one, or nothing, never a torn write. An ``exclusive`` put writes once: it raises ``ObjectExists`` when the
+    key is already stored and leaves that object as it is (segments are immutable once stored: a judge may
+    already have read them).
     """
 
     url: str
 
     @abstractmethod
-    def put_bytes(self, key: str, data: bytes, content_type: str = "application/octet-stream") -> None: ...
+    def put_bytes(self, key: str, data: bytes, content_type: str = "application/octet-stream", *,
+                  exclusive: bool = False) -> None:
+        """``exclusive``: create the object, or raise ``ObjectExists`` if the key exists (never overwrite)."""
 
     @abstractmethod
     def get_bytes(self, key: str) -> bytes:
@@ -40,9 +50,10 @@ class ObjectStore(ABC):
 
     # Convenience built on the primitives above, so backends stay small.
 
-    def put_json(self, key: str, value: BaseModel | dict[str, Any] | Sequence[Any]) -> None:
+    def put_json(self, key: str, value: BaseModel | dict[str, Any] | Sequence[Any], *,
+                 exclusive: bool = False) -> None:
         body = value.model_dump_json() if isinstance(value, BaseModel) else json.dumps(value, sort_keys=True)
-        self.put_bytes(key, body.encode(), "application/json")
+        self.put_bytes(key, body.encode(), "application/json", exclusive=exclusive)
 
     def get_json(self, key: str) -> Any:
         return json.loads(self.get_bytes(key))

@@ -7,8 +7,8 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-from zelda_rlaif.errors import ObjectNotFound, StoreError
-from zelda_rlaif.storage.base import ObjectStore
+from zelda_rlaif.errors import ObjectExists, ObjectNotFound, StoreError
+from zelda_rlaif.storage.base import ObjectStore, exists_message
 
 
 class FileStore(ObjectStore):
@@ -26,7 +26,8 @@ class FileStore(ObjectStore):
             raise ValueError(f"object key {key!r} escapes the store root")
         return path
 
-    def put_bytes(self, key: str, data: bytes, content_type: str = "application/octet-stream") -> None:
+    def put_bytes(self, key: str, data: bytes, content_type: str = "application/octet-stream", *,
+                  exclusive: bool = False) -> None:
         path = self._path(key)
         path.parent.mkdir(parents=True, exist_ok=True)
         # Write a temporary file in the same directory, then rename: readers never see a partial object.
@@ -34,7 +35,16 @@ class FileStore(ObjectStore):
         try:
             with os.fdopen(fd, "wb") as handle:
                 handle.write(data)
-            os.replace(tmp, path)
+            if exclusive:
+                # A hard link is created atomically and only if the name is free (rename would replace).
+                try:
+                    os.link(tmp, path)
+                except FileExistsError:
+                    raise ObjectExists(exists_message(key, self.url)) from None
+                finally:
+                    Path(tmp).unlink(missing_ok=True)
+            else:
+                os.replace(tmp, path)
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
             raise

@@ -9,8 +9,8 @@ import boto3
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
-from zelda_rlaif.errors import ObjectNotFound, StoreError
-from zelda_rlaif.storage.base import ObjectStore
+from zelda_rlaif.errors import ObjectExists, ObjectNotFound, StoreError
+from zelda_rlaif.storage.base import ObjectStore, exists_message
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
@@ -72,8 +72,22 @@ class S3Store(ObjectStore):
             raise ValueError(f"invalid object key {key!r}")
         return f"{self.prefix}/{key}" if self.prefix else key
 
-    def put_bytes(self, key: str, data: bytes, content_type: str = "application/octet-stream") -> None:
-        self._client.put_object(Bucket=self.bucket, Key=self._key(key), Body=data, ContentType=content_type)
+    def put_bytes(self, key: str, data: bytes, content_type: str = "application/octet-stream", *,
+                  exclusive: bool = False) -> None:
+        if not exclusive:
+            self._client.put_object(Bucket=self.bucket, Key=self._key(key), Body=data, ContentType=content_type)
+            return
+        # A conditional write: the server creates the object only if the key is free, in one request (AWS S3,
+        # MinIO and moto's server honour If-None-Match on PUT), so no other writer can slip in between a check
+        # and the put. A retry whose first attempt was stored but not answered finds its own object: the retrying
+        # wrapper (retrying.py) then compares the bytes.
+        try:
+            self._client.put_object(Bucket=self.bucket, Key=self._key(key), Body=data, ContentType=content_type,
+                                    IfNoneMatch="*")
+        except ClientError as exc:
+            if exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode") == 412:
+                raise ObjectExists(exists_message(key, self.url)) from None
+            raise
 
     def get_bytes(self, key: str) -> bytes:
         try:
