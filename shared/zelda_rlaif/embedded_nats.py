@@ -47,7 +47,9 @@ class EmbeddedNats:
             self._process = subprocess.Popen(
                 [nats_server_binary(), "-js", "-a", self.host, "-p", str(self.port), "-m", "-1",
                  "-sd", str(self.store_dir / "jetstream"), "--ports_file_dir", str(self.store_dir)],
-                stdout=log_file, stderr=subprocess.STDOUT,
+                # Its own session: a terminal's Ctrl-C must not stop NATS under the services that still use it;
+                # its owner stops it, last.
+                stdout=log_file, stderr=subprocess.STDOUT, start_new_session=True,
             )
         ports_file = self.store_dir / f"nats-server_{self._process.pid}.ports"
         deadline = time.monotonic() + timeout_s
@@ -67,11 +69,12 @@ class EmbeddedNats:
         self.stop()
         raise BusError(f"nats-server did not report its port within {timeout_s}s; see {log_path}")
 
-    def stop(self) -> None:
+    def stop(self, timeout_s: float = 10.0) -> None:
+        """SIGTERM, then SIGKILL after ``timeout_s``."""
         if self._process and self._process.poll() is None:
             self._process.terminate()
             try:
-                self._process.wait(timeout=10)
+                self._process.wait(timeout=timeout_s)
             except subprocess.TimeoutExpired:
                 self._process.kill()
                 self._process.wait()

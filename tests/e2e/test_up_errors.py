@@ -1,13 +1,19 @@
-"""``zelda-rlaif up`` refuses bad input with one sentence before starting any service."""
+"""``zelda-rlaif up`` refuses bad input with one sentence naming the flag, before starting anything: no run
+directory, run file, lock or process is left behind. A run directory another ``up`` holds is refused too."""
 
 from __future__ import annotations
 
+import os
+import socket
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from zelda_rlaif.cli import main
 from zelda_rlaif.game.emulator import BUNDLED_ROM
+from zelda_rlaif.up.lock import LOCK_FILE, RunDirBusy, RunDirLock
 
 
 @pytest.mark.parametrize(
@@ -19,6 +25,15 @@ from zelda_rlaif.game.emulator import BUNDLED_ROM
         (["--rom", str(BUNDLED_ROM)], "--rom needs --state"),
         (["--llm-url", "http://127.0.0.1:9/v1"], "--llm-url needs --llm-model"),
         (["--resume"], "nothing to resume"),
+        (["--epochs", "0"], "--epochs must be at least 1 (got 0)"),
+        (["--steps-per-epoch", "0"], "--steps-per-epoch must be at least 1"),
+        (["--steps-per-epoch", "10"], "--steps-per-epoch: Input should be greater than or equal to 64"),
+        (["--env-runners", "0"], "--env-runners must be at least 1"),
+        (["--export-fraction", "0"], "--export-fraction must be above 0 and at most 1"),
+        (["--export-fraction", "1.5"], "--export-fraction must be above 0 and at most 1"),
+        (["--finish-timeout", "0"], "--finish-timeout must be above 0"),
+        (["--hud-port", "70000"], "--hud-port must be a TCP port"),
+        (["--mlflow-uri", "mlruns"], "--mlflow-uri: MLflow 3 keeps local runs in a database"),
     ],
 )
 def test_bad_input_is_one_sentence_and_starts_nothing(
@@ -28,5 +43,52 @@ def test_bad_input_is_one_sentence_and_starts_nothing(
     run_dir = tmp_path / "run"
     code = main(["up", "--run-dir", str(run_dir), *(a.replace("{tmp}", str(tmp_path)) for a in args)])
     assert code == 2
-    assert expected in capsys.readouterr().err
-    assert not (run_dir / "logs").exists()  # no service was started
+    err = capsys.readouterr().err
+    assert expected in err
+    assert "Traceback" not in err
+    assert not run_dir.exists()  # no run file, lock, log or store: nothing was started
+
+
+def test_a_busy_hud_port_is_refused_before_anything_starts(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    run_dir = tmp_path / "run"
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        code = main(["up", "--run-dir", str(run_dir), "--hud-port", str(port)])
+    assert code == 2
+    assert f"--hud-port {port} is not free" in capsys.readouterr().err
+    assert not run_dir.exists()
+
+
+def hold_lock(run_dir: Path) -> subprocess.Popen[str]:
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time; from pathlib import Path; from zelda_rlaif.up.lock import "
+         "RunDirLock; RunDirLock(Path(sys.argv[1])).acquire(); print('locked', flush=True); time.sleep(600)",
+         str(run_dir)], stdout=subprocess.PIPE, text=True)
+    assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
+    return holder
+
+
+def test_a_locked_run_dir_is_refused_naming_its_holder_until_the_holder_dies(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run_dir = tmp_path / "run"
+    holder = hold_lock(run_dir)
+    try:
+        for resume in ([], ["--resume"]):
+            if resume:
+                (run_dir / "run.json").write_text('{"run_id": "held"}')
+            code = main(["up", "--run-dir", str(run_dir), *resume])
+            assert code == 2
+            err = capsys.readouterr().err
+            assert f"{run_dir} is in use by zelda-rlaif up (pid {holder.pid} on {socket.gethostname()}" in err, err
+            assert "Traceback" not in err
+        assert {p.name for p in run_dir.iterdir()} == {LOCK_FILE, "run.json"}  # only what the test wrote
+    finally:
+        holder.kill()
+        holder.wait()
+    # The holder died without releasing anything: its lock file, with its record, stays and must not block.
+    assert str(holder.pid) in (run_dir / LOCK_FILE).read_text()
+    with RunDirLock(run_dir), pytest.raises(RunDirBusy, match=rf"in use by zelda-rlaif up \(pid {os.getpid()} "):
+        RunDirLock(run_dir).acquire()

@@ -51,12 +51,35 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+# The flags that shape a run (by dest), which the command that continues it must repeat: not the run's name or
+# directory, which --resume reads, nor --epochs, which counts the epochs still to run.
+RUN_SHAPING_FLAGS = ("steps_per_epoch", "env_runners", "export_fraction", "rom", "state", "shaping_mode",
+                     "llm_url", "llm_model", "nats_url", "store_url", "hud_port", "tensorboard_dir", "mlflow_uri",
+                     "finish_timeout")
+
+
+def shaping_flags(args: argparse.Namespace) -> tuple[str, ...]:
+    """Each run-shaping flag the user gave a value other than its default, as it would be typed again."""
+    defaults = argparse.ArgumentParser()
+    configure(defaults)
+    words: list[str] = []
+    for dest in RUN_SHAPING_FLAGS:
+        value = getattr(args, dest)
+        if value is not None and value != defaults.get_default(dest):
+            words += [f"--{dest.replace('_', '-')}", str(value.resolve() if isinstance(value, Path) else value)]
+    return tuple(words)
+
+
 def run(args: argparse.Namespace) -> int:
     from zelda_rlaif.errors import SettingsError
+    from zelda_rlaif.up.checks import check_flags
+    from zelda_rlaif.up.lock import RunDirLock
     from zelda_rlaif.up.run_dir import RUN_FILE, run_id_of, write_run_file
     from zelda_rlaif.up.supervisor import UpOptions, run_up
     from zelda_trainer.settings import TrainerSettings
 
+    # Every check comes before the lock and the run file: a refused start leaves nothing behind.
+    check_flags(args)
     if args.llm_url and not args.llm_model:
         raise SettingsError("--llm-url needs --llm-model (the model name the server serves)")
     if args.rom and not args.state:
@@ -81,19 +104,22 @@ def run(args: argparse.Namespace) -> int:
         except ValueError as exc:
             raise SettingsError(str(exc)) from None
     else:
-        # Runs share the directory's store (every key starts with the run id); the run file names the latest,
-        # which is the one --resume continues.
         run_id = args.run_id or f"run-{uuid.uuid4().hex[:8]}"
-        write_run_file(run_dir, run_id)
-    options = UpOptions(
-        run_id=run_id, run_dir=run_dir,
-        steps_per_epoch=(args.steps_per_epoch if args.steps_per_epoch is not None
-                         else TrainerSettings.model_fields["steps_per_epoch"].default),
-        epochs=args.epochs if args.epochs is not None else TrainerSettings.model_fields["epochs"].default,
-        env_runners=args.env_runners, export_fraction=args.export_fraction, rom=args.rom, state=args.state,
-        shaping_mode=args.shaping_mode,
-        llm_url=args.llm_url, llm_model=args.llm_model, nats_url=args.nats_url, store_url=args.store_url,
-        hud_port=args.hud_port or free_port(), resume=args.resume, finish_timeout_s=args.finish_timeout,
-        tensorboard_dir=(args.tensorboard_dir or run_dir / "tensorboard").resolve(), mlflow_uri=args.mlflow_uri,
-    )
-    return run_up(options)
+    with RunDirLock(run_dir):
+        if not args.resume:
+            # Runs share the directory's store (every key starts with the run id); the run file names the latest,
+            # which is the one --resume continues.
+            write_run_file(run_dir, run_id)
+        options = UpOptions(
+            run_id=run_id, run_dir=run_dir,
+            steps_per_epoch=(args.steps_per_epoch if args.steps_per_epoch is not None
+                             else TrainerSettings.model_fields["steps_per_epoch"].default),
+            epochs=args.epochs if args.epochs is not None else TrainerSettings.model_fields["epochs"].default,
+            env_runners=args.env_runners, export_fraction=args.export_fraction, rom=args.rom, state=args.state,
+            shaping_mode=args.shaping_mode,
+            llm_url=args.llm_url, llm_model=args.llm_model, nats_url=args.nats_url, store_url=args.store_url,
+            hud_port=args.hud_port or free_port(), resume=args.resume, finish_timeout_s=args.finish_timeout,
+            tensorboard_dir=(args.tensorboard_dir or run_dir / "tensorboard").resolve(), mlflow_uri=args.mlflow_uri,
+            resume_flags=shaping_flags(args),
+        )
+        return run_up(options)

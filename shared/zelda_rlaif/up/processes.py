@@ -6,11 +6,13 @@ the children in a chosen order) and its own log file under the run directory.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -34,30 +36,39 @@ class ServiceProcess:
 
     @property
     def returncode(self) -> int | None:
-        return self.process.poll() if self.process else None
+        """The exit status once the service has exited. It is read without reaping the process: until
+        ``reap`` its process id, which is also its group's, cannot be reused, so ``kill`` never hits a stranger."""
+        if self.process is None:
+            return None
+        if self.process.returncode is not None:
+            return self.process.returncode
+        exited = os.waitid(os.P_PID, self.process.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+        if exited is None:
+            return None
+        return exited.si_status if exited.si_code == os.CLD_EXITED else -exited.si_status
 
     @property
     def running(self) -> bool:
-        return self.process is not None and self.process.poll() is None
+        return self.process is not None and self.returncode is None
 
-    def signal(self, signum: int) -> None:
+    def request_stop(self) -> None:
+        """The polite signal, to the service's own process only: it unwinds what it started itself (the
+        trainer stops Ray, whose processes ignore SIGINT anyway)."""
         if self.running and self.process is not None:
-            os.killpg(self.process.pid, signum)
+            os.kill(self.process.pid, self.stop_signal)
 
-    def stop(self, timeout_s: float = 30.0) -> int | None:
-        """Ask politely, wait, then insist. Returns the exit code."""
+    def kill(self) -> None:
+        """SIGKILL to the service's whole process group: the service and anything it left behind (Ray)."""
+        if self.process is not None and self.process.returncode is None:  # not reaped: the group id is still ours
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.process.pid, signal.SIGKILL)
+
+    def reap(self) -> int | None:
         if self.process is None:
             return None
-        if self.running:
-            self.signal(self.stop_signal)
-            deadline = time.monotonic() + timeout_s
-            while self.running and time.monotonic() < deadline:
-                time.sleep(0.1)
-            if self.running:
-                self.signal(signal.SIGKILL)
         try:
             return self.process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
+        except subprocess.TimeoutExpired:  # unkillable (stuck in the kernel): nothing more to do from here
             return None
 
     def log_tail(self, lines: int = 15) -> str:
@@ -65,3 +76,18 @@ class ServiceProcess:
             return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
         except OSError:
             return ""
+
+
+def stop_together(processes: Sequence[ServiceProcess], grace_s: float,
+                  hurry: Callable[[], bool] = lambda: False) -> None:
+    """Ask each service to stop, wait up to ``grace_s`` (less once ``hurry()`` says so), then SIGKILL each
+    service's process group, whether the service exited by itself or not, so that no grandchild outlives it."""
+    for process in processes:
+        process.request_stop()
+    deadline = time.monotonic() + grace_s
+    while any(p.running for p in processes) and time.monotonic() < deadline and not hurry():
+        time.sleep(0.1)
+    for process in processes:
+        process.kill()
+    for process in processes:
+        process.reap()

@@ -20,8 +20,15 @@ from zelda_rlaif.events import JudgeKind, LiveMetrics
 from zelda_rlaif.settings import NatsSettings, StoreSettings, load_settings
 from zelda_rlaif.storage import ObjectStore, open_store
 from zelda_rlaif.up import figures
-from zelda_rlaif.up.processes import ServiceProcess
+from zelda_rlaif.up.processes import ServiceProcess, stop_together
 from zelda_rlaif.up.run_dir import SUMMARY_FILE
+from zelda_rlaif.up.stopping import (
+    NATS_GRACE_S,
+    SERVICES_GRACE_S,
+    TRAINER_GRACE_S,
+    StopRequest,
+    resume_command,
+)
 from zelda_rlaif.up.summary import build_summary, print_summary
 from zelda_rlaif.up.watch import PipelineWatch
 
@@ -46,6 +53,8 @@ class UpOptions:
     finish_timeout_s: float
     tensorboard_dir: Path | None = None  # None: no TensorBoard event files
     mlflow_uri: str | None = None
+    # The flags that shaped the run, which the command to continue it repeats (see stopping.resume_command).
+    resume_flags: tuple[str, ...] = ()
 
 
 class ServiceFailed(ZeldaRlaifError):
@@ -82,7 +91,7 @@ def service_processes(options: UpOptions, nats_url: str, store_url: str) -> list
         ServiceProcess("reward-model", ["reward-model"], common, logs / "reward-model.log"),
         ServiceProcess("hud", ["hud", "--port", str(options.hud_port), "--run-id", options.run_id], common,
                        logs / "hud.log"),
-        # SIGINT lets the trainer unwind (stop Ray, close NATS) like a Ctrl-C would.
+        # SIGINT lets the trainer unwind (stop Ray, close NATS) like a Ctrl-C would. Started last, stopped first.
         # After its last epoch the trainer waits, as long as `up` does, for that epoch's judge scores and reward
         # model: its trackers log them too.
         ServiceProcess("trainer", trainer_args,
@@ -122,26 +131,36 @@ def progress_table(options: UpOptions, watch: PipelineWatch, processes: list[Ser
     return table
 
 
-async def supervise(options: UpOptions, nats_url: str, store_url: str, store: ObjectStore,
-                    console: Console) -> PipelineWatch:
+@dataclass
+class Outcome:
+    watch: PipelineWatch
+    failure: str | None  # why the run stopped early, for the user; None: it finished or was asked to stop
+
+
+def stop_services(processes: list[ServiceProcess], request: StopRequest) -> None:
+    """The trainer first (it may be exporting or checkpointing, and the others may still take its last events),
+    then the judges, the reward model and the HUD together."""
+    stop_together([p for p in processes if p.name == "trainer"], TRAINER_GRACE_S, lambda: request.hurry)
+    stop_together([p for p in processes if p.name != "trainer"], SERVICES_GRACE_S, lambda: request.hurry)
+
+
+async def supervise(options: UpOptions, nats_url: str, store_url: str, store: ObjectStore, console: Console,
+                    request: StopRequest) -> Outcome:
     bus = await Bus.connect(NatsSettings(url=nats_url), name="zelda-rlaif-up")
     await bus.provision()
     watch = PipelineWatch(options.run_id)
     await watch.start(bus)
     processes = service_processes(options, nats_url, store_url)
-    for process in processes:
-        process.start()
     trainer = processes[-1]
-    stop_requested = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    loop.add_signal_handler(signal.SIGINT, stop_requested.set)
-    loop.add_signal_handler(signal.SIGTERM, stop_requested.set)
     failure: str | None = None
     try:
+        for process in processes:
+            if not request.requested:
+                process.start()
         with Live(progress_table(options, watch, processes), console=console, refresh_per_second=2,
                   transient=False) as live:
             finish_deadline: float | None = None
-            while not stop_requested.is_set():
+            while not request.requested:
                 await asyncio.sleep(0.5)
                 await watch.read_reports(store)
                 live.update(progress_table(options, watch, processes))
@@ -165,43 +184,68 @@ async def supervise(options: UpOptions, nats_url: str, store_url: str, store: Ob
                                f"{options.finish_timeout_s:.0f}s; see the logs in {options.run_dir / 'logs'}")
                     break
     finally:
-        loop.remove_signal_handler(signal.SIGINT)
-        loop.remove_signal_handler(signal.SIGTERM)
-        # The trainer first (it may be checkpointing), then the consumers, the HUD last.
-        for process in sorted(processes, key=lambda p: (p.name != "trainer", p.name == "hud")):
-            process.stop()
+        if request.requested:
+            console.print(f"[yellow]{signal.Signals(request.signum or 0).name} received: stopping the "
+                          "services (again to stop at once)[/]")
+        # In a thread, so that the display keeps counting the events the services publish while they stop.
+        await asyncio.to_thread(stop_services, processes, request)
         await asyncio.sleep(0.3)  # let the last events arrive
         await watch.stop()
         await bus.close()
-    if stop_requested.is_set():
-        console.print("[yellow]stopped by request; every service shut down. Continue with --resume.[/]")
     if failure:
         for process in processes:
             if process.returncode not in (0, None, -signal.SIGTERM, -signal.SIGINT, 130):
                 console.print(f"[red]{process.name}[/] log tail:\n{process.log_tail()}")
-        raise ServiceFailed(failure)
-    return watch
+    return Outcome(watch, failure)
+
+
+def next_epoch(store: ObjectStore, run_id: str) -> int:
+    """The epoch a resumed run starts at: the one after its latest complete checkpoint."""
+    from zelda_trainer import checkpoints
+
+    latest = checkpoints.latest(store, run_id)
+    return 0 if latest is None else latest.epoch + 1
 
 
 def run_up(options: UpOptions) -> int:
-    console = Console()
-    embedded: EmbeddedNats | None = None
-    nats_url = options.nats_url
-    if nats_url is None:
-        embedded = EmbeddedNats(options.run_dir / "nats")
-        nats_url = embedded.start()
+    """Run the loop; 0 when it closed, 128 + the signal when stopped by one. Raises ``ServiceFailed``."""
+    request = StopRequest().install()
+    try:
+        return _run_up(options, request, Console())
+    finally:
+        request.restore()
+
+
+def _run_up(options: UpOptions, request: StopRequest, console: Console) -> int:
     store_url = options.store_url or (options.run_dir / "store").as_uri()
     store = open_store(load_settings(StoreSettings, url=store_url), create_bucket=True)
-    console.print(f"run [bold]{options.run_id}[/] in {options.run_dir}")
-    console.print(f"HUD: [bold]http://127.0.0.1:{options.hud_port}/[/]   NATS: {nats_url}   store: {store.url}")
+    first_epoch = next_epoch(store, options.run_id) if options.resume else 0
+    embedded: EmbeddedNats | None = None
+    outcome: Outcome | None = None
     try:
-        watch = asyncio.run(supervise(options, nats_url, store_url, store, console))
+        nats_url = options.nats_url
+        if nats_url is None:
+            embedded = EmbeddedNats(options.run_dir / "nats")
+            nats_url = embedded.start()
+        console.print(f"run [bold]{options.run_id}[/] in {options.run_dir}")
+        console.print(f"HUD: [bold]http://127.0.0.1:{options.hud_port}/[/]   NATS: {nats_url}   store: {store.url}")
+        if not request.requested:
+            outcome = asyncio.run(supervise(options, nats_url, store_url, store, console, request))
     finally:
-        if embedded is not None:
-            embedded.stop()
-    summary = build_summary(options.run_id, options.run_dir, store, watch, options.hud_port)
-    (options.run_dir / SUMMARY_FILE).write_text(summary.model_dump_json(indent=2))
-    print_summary(summary, console)
+        if embedded is not None:  # last: every service has stopped publishing
+            embedded.stop(timeout_s=0 if request.hurry else NATS_GRACE_S)
+    if outcome is not None and outcome.failure is None:
+        summary = build_summary(options.run_id, options.run_dir, store, outcome.watch, options.hud_port)
+        (options.run_dir / SUMMARY_FILE).write_text(summary.model_dump_json(indent=2))
+        print_summary(summary, console)
+    if request.requested or (outcome is not None and outcome.failure):
+        epochs_left = first_epoch + options.epochs - next_epoch(store, options.run_id)
+        resume = resume_command(options.run_dir, epochs_left if epochs_left >= 1 else None, options.resume_flags)
+        if outcome is not None and outcome.failure:
+            raise ServiceFailed(f"{outcome.failure}; once that is fixed, continue the run with: {resume}")
+        console.print(f"[yellow]stopped by request; every service shut down. Continue the run with:[/]\n{resume}",
+                      soft_wrap=True)
+        return request.exit_code
     if options.tensorboard_dir is not None:
         console.print(f"curves: tensorboard --logdir {options.tensorboard_dir}")
     if options.mlflow_uri:
