@@ -4,7 +4,8 @@ Rules every model follows:
 - ``schema_version`` is a ``Literal``: a consumer rejects (and dead-letters) a version it does not know
   instead of guessing.
 - ``dedup_id()`` is the JetStream ``Nats-Msg-Id``: publishing the same fact twice (a retry, a redelivered
-  input, two replicas racing) is stored once.
+  input, two replicas racing) is stored once. It names the run and the epoch wherever the event has them, so a
+  fact of one epoch never hides the same-looking fact of another.
 - Unknown fields are rejected, so a typo on the producer side fails loudly at the edge.
 """
 
@@ -93,7 +94,7 @@ class SegmentExported(SegmentRef):
     reward_model_epoch: int | None = Field(description="epoch of the reward model used for shaping, if any")
 
     def dedup_id(self) -> str:
-        return f"segment.exported:{self.run_id}:{self.segment_id}"
+        return f"segment.exported:{self.run_id}:{self.epoch}:{self.segment_id}"
 
 
 class SegmentJudged(SegmentRef):
@@ -109,7 +110,7 @@ class SegmentJudged(SegmentRef):
     rationale: str = Field(max_length=RATIONALE_MAX_CHARS)
 
     def dedup_id(self) -> str:
-        return f"segment.judged:{self.kind}:{self.run_id}:{self.segment_id}"
+        return f"segment.judged:{self.kind}:{self.run_id}:{self.epoch}:{self.segment_id}"
 
 
 class SegmentScored(SegmentRef):
@@ -121,7 +122,7 @@ class SegmentScored(SegmentRef):
     weights: dict[str, float]
 
     def dedup_id(self) -> str:
-        return f"segment.scored:{self.run_id}:{self.segment_id}"
+        return f"segment.scored:{self.run_id}:{self.epoch}:{self.segment_id}"
 
 
 class EpochExported(Event):
@@ -196,7 +197,8 @@ class DeadLetter(Event):
         return self
 
     def dedup_id(self) -> str:
-        return f"deadletter:{self.stream}:{self.consumer}:{self.stream_sequence}"
+        # The stream sequence names the message; the salvaged run and epoch keep letters without one apart.
+        return f"deadletter:{self.stream}:{self.consumer}:{self.stream_sequence}:{self.run_id}:{self.epoch}"
 
 
 class LiveFrame(Event):

@@ -83,6 +83,19 @@ def test_every_topic_has_a_sample() -> None:
     assert covered == {topic.subject for topic in ALL_TOPICS}
 
 
+def test_dedup_ids_name_the_run_and_the_epoch() -> None:
+    """JetStream drops a message whose Nats-Msg-Id it has seen: the same-looking fact of another epoch or run (a
+    segment id used again, a dead letter at the same position) must get another id."""
+    durable = [event for topic, _, event in samples("run-a") if topic.durable]
+    assert len(durable) == 7
+    for event in durable:
+        dedup = event.dedup_id()
+        assert dedup is not None and "run-a" in dedup, type(event).__name__
+        assert event.model_copy(update={"run_id": "run-b"}).dedup_id() != dedup
+        assert event.model_copy(update={"epoch": 4}).dedup_id() != dedup, type(event).__name__
+        assert event.model_copy().dedup_id() == dedup, "the same fact keeps its id (retries are stored once)"
+
+
 async def test_round_trip_through_nats(bus: Bus, run_id: str) -> None:
     for topic, subject, event in samples(run_id):
         received: asyncio.Future[bytes] = asyncio.get_running_loop().create_future()
