@@ -43,6 +43,11 @@ class NatsSettings(BaseSettings):
     password: SecretStr | None = Field(None, description="password for `user`")
     token: SecretStr | None = Field(None, description="auth token, as an alternative to user/password")
     connect_timeout_s: float = Field(5.0, gt=0, description="seconds to wait for the first connection")
+    publish_timeout_s: float = Field(5.0, gt=0, description="seconds one attempt of a durable publish waits for "
+                                     "JetStream's acknowledgement before it is retried")
+    outage_limit_s: float = Field(600.0, gt=0, description="seconds NATS may stay unreachable while a service "
+                                  "retries; past it the service stops and says how to resume")
+    retry_max_delay_s: float = Field(5.0, gt=0, description="cap of the exponential back-off between retries")
 
     _check_password = field_validator("password", "token")(refuse_placeholder)
 
@@ -65,6 +70,12 @@ class StoreSettings(BaseSettings):
     s3_region: str = Field("us-east-1", description="S3 region (MinIO accepts any)")
     s3_access_key: SecretStr | None = Field(None, description="S3 access key id (required for s3://)")
     s3_secret_key: SecretStr | None = Field(None, description="S3 secret access key (required for s3://)")
+    s3_connect_timeout_s: float = Field(5.0, gt=0, description="seconds one S3 request waits to connect")
+    s3_read_timeout_s: float = Field(30.0, gt=0, description="seconds one S3 request waits for an answer: a server "
+                                     "that accepts connections but never answers is detected after this")
+    outage_limit_s: float = Field(600.0, gt=0, description="seconds the object store may stay unreachable while a "
+                                  "service retries; past it the service stops and says how to resume")
+    retry_max_delay_s: float = Field(5.0, gt=0, description="cap of the exponential back-off between retries")
 
     _check_secret = field_validator("s3_secret_key", "s3_access_key")(refuse_placeholder)
 

@@ -1,17 +1,42 @@
-"""What the trainer prints: a progress bar per epoch (env steps, steps/s, the epoch's finished episodes so far)
-and one line per finished epoch from its ``EpochReport``."""
+"""What the trainer prints: a progress bar per epoch (env steps, steps/s, the epoch's finished episodes so far,
+and what it waits for while NATS or the object store is unreachable) and one line per finished epoch from its
+``EpochReport``."""
 
 from __future__ import annotations
 
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    ProgressColumn,
+    Task,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+)
+from rich.text import Text
 
 from zelda_rlaif.episodes import EpisodeStats, EpochReport
+from zelda_rlaif.retry import current_outages
 from zelda_trainer.settings import TrainerSettings
 
 
 def epoch_line(report: EpochReport, segments: int) -> str:
     return (f"epoch {report.epoch}: {report.epoch_env_steps} env steps in {report.wall_time_s:.0f} s "
             f"({report.env_steps_per_s:.0f} steps/s), {segments} segments exported; {report.episodes.describe()}")
+
+
+def waiting_line() -> str:
+    """What the trainer waits for right now, e.g. "waiting for NATS at nats://...: unreachable for 42 s"; "" when
+    nothing."""
+    return "; ".join(outage.describe() for outage in current_outages())
+
+
+class WaitingColumn(ProgressColumn):
+    """Read at every refresh, so the seconds count up while the epoch loop itself is blocked in a retry."""
+
+    def render(self, task: Task) -> Text:
+        return Text(waiting_line(), style="yellow")
 
 
 class ConsoleProgress:
@@ -24,7 +49,7 @@ class ConsoleProgress:
             self._progress = Progress(
                 TextColumn("[bold]epoch {task.fields[epoch]}"), BarColumn(), MofNCompleteColumn(),
                 TextColumn("{task.fields[rate]:>7.0f} steps/s  {task.fields[episodes]}  rooms {task.fields[rooms]}"),
-                TimeElapsedColumn(),
+                TimeElapsedColumn(), WaitingColumn(),
             )
             self._progress.start()
 

@@ -7,28 +7,51 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import nats
+from nats import errors as nats_errors
 from nats.aio.client import Client as NatsClient
 from nats.aio.msg import Msg
 from nats.aio.subscription import DEFAULT_SUB_PENDING_BYTES_LIMIT, Subscription
 from nats.js import JetStreamContext, api
+from nats.js import errors as js_errors
 from nats.js.errors import BadRequestError, NotFoundError
 from nats.js.kv import KeyValue
 
 from zelda_rlaif.errors import BusError
 from zelda_rlaif.events import Event
+from zelda_rlaif.retry import Retrier
 from zelda_rlaif.settings import NatsSettings
 from zelda_rlaif.subjects import COORDINATION_BUCKET, STREAMS, ConsumerSpec, StreamSpec, Topic
 
 log = logging.getLogger(__name__)
 
+# What NATS answers while it is away or restarting: the connection is down or reconnecting, nobody answers the
+# JetStream request (no responders, the stream leader not back yet) or the answer never comes.
+_TRANSIENT = (
+    nats_errors.TimeoutError, nats_errors.NoRespondersError, nats_errors.ConnectionReconnectingError,
+    nats_errors.OutboundBufferLimitError, nats_errors.StaleConnectionError, nats_errors.FlushTimeoutError,
+    nats_errors.UnexpectedEOF, js_errors.NoStreamResponseError, js_errors.ServiceUnavailableError,
+    js_errors.ServerError, TimeoutError, ConnectionError,
+)
+
+
+def is_transient_nats_error(exc: BaseException) -> bool:
+    return isinstance(exc, _TRANSIENT)
+
+
+def nats_retrier(settings: NatsSettings) -> Retrier:
+    return Retrier(f"NATS at {settings.url}", is_transient_nats_error, settings.outage_limit_s,
+                   "ZELDA_NATS_OUTAGE_LIMIT_S", max_delay_s=settings.retry_max_delay_s)
+
 
 class Bus:
     """One NATS connection with its JetStream context. Create with ``await Bus.connect(...)``."""
 
-    def __init__(self, nc: NatsClient) -> None:
+    def __init__(self, nc: NatsClient, settings: NatsSettings | None = None) -> None:
         self.nc = nc
         self.js: JetStreamContext = nc.jetstream()
         self._kv: KeyValue | None = None
+        self.settings = settings or NatsSettings()
+        self._retrier = nats_retrier(self.settings)
 
     @classmethod
     async def connect(cls, settings: NatsSettings, name: str) -> Bus:
@@ -57,11 +80,13 @@ class Bus:
                 f"cannot connect to NATS at {settings.url} ({exc.__class__.__name__}: {exc}); "
                 "start nats-server with -js or set ZELDA_NATS_URL"
             ) from exc
-        return cls(nc)
+        return cls(nc, settings)
 
     async def close(self) -> None:
-        if not self.nc.is_closed:
+        if self.nc.is_connected:
             await self.nc.drain()
+        elif not self.nc.is_closed:  # NATS is away: nothing to drain to, and drain() refuses while reconnecting
+            await self.nc.close()
 
     # Provisioning: idempotent, so every service may call it at start in any order.
 
@@ -117,13 +142,29 @@ class Bus:
     # Publishing
 
     async def publish(self, topic: Topic[Any], event: Event, subject: str | None = None) -> bool:
-        """Publish a durable event; returns False when JetStream recognised it as a duplicate."""
+        """Publish a durable event, retrying while NATS is unreachable (up to ``outage_limit_s``, then
+        ``ServerUnreachable``); returns False when JetStream recognised it as a duplicate.
+
+        Retrying is safe because the ``Nats-Msg-Id`` header (the event's ``dedup_id``) lets JetStream store the
+        event once however many attempts reach it. An attempt that timed out may have been stored (or still be
+        buffered for the reconnect), so a later attempt's "duplicate" is most likely that attempt's own: then the
+        publish counts as fresh.
+        """
         if not isinstance(event, topic.model):
             raise TypeError(f"{topic.subject} carries {topic.model.__name__}, not {type(event).__name__}")
         dedup = event.dedup_id()
         headers = {"Nats-Msg-Id": dedup} if dedup else None
-        ack = await self.js.publish(subject or topic.subject, event.model_dump_json().encode(), headers=headers)
-        return not ack.duplicate
+        payload = event.model_dump_json().encode()
+        attempts = 0
+
+        async def attempt() -> api.PubAck:
+            nonlocal attempts
+            attempts += 1
+            return await self.js.publish(subject or topic.subject, payload, headers=headers,
+                                         timeout=self.settings.publish_timeout_s)
+
+        ack = await self._retrier.acall(attempt)
+        return not ack.duplicate or attempts > 1
 
     async def publish_live(self, subject: str, event: Event) -> None:
         """Fire-and-forget on core NATS: nobody listening or a slow listener costs the publisher nothing."""

@@ -27,16 +27,22 @@ class S3Store(ObjectStore):
         access_key: str,
         secret_key: str,
         create_bucket: bool = False,
+        connect_timeout_s: float = 5.0,
+        read_timeout_s: float = 30.0,
     ) -> None:
         self.bucket = bucket
         self.prefix = prefix.strip("/")
         self.url = f"s3://{bucket}/{self.prefix}" if self.prefix else f"s3://{bucket}"
         # Path-style + SigV4 is what MinIO expects; boto3 >= 1.36 otherwise adds CRC checksums that
-        # several S3-compatible servers reject.
+        # several S3-compatible servers reject. Bounded timeouts turn a server that accepts connections but never
+        # answers into an error; retrying is left to the wrapper open_store puts around this store (retrying.py),
+        # which logs an outage once and stops past its limit.
         config = Config(
             signature_version="s3v4",
             s3={"addressing_style": "path"},
-            retries={"max_attempts": 5, "mode": "standard"},
+            connect_timeout=connect_timeout_s,
+            read_timeout=read_timeout_s,
+            retries={"max_attempts": 1, "mode": "standard"},
             request_checksum_calculation="when_required",
             response_checksum_validation="when_required",
         )
