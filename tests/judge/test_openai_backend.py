@@ -155,3 +155,26 @@ async def test_requests_in_flight_are_capped(llm: OpenAIServer) -> None:
         await backend.aclose()
     assert len(llm.chat_requests()) == 9
     assert llm.peak_in_flight == 2
+
+
+@pytest.mark.parametrize("score", [True, "0.5", None], ids=["bool", "string", "missing"])
+async def test_a_vote_that_is_not_a_number_is_retried_then_never_scored(llm: OpenAIServer, score: Any) -> None:
+    def responder(body: dict[str, Any], index: int, seed: int | None) -> str:
+        vote: dict[str, Any] = {"progress": 0.5, "dialog": 0.5, "efficiency": 0.5, "rationale": "looks fine"}
+        if score is None:
+            del vote["progress"]
+        else:
+            vote["progress"] = score
+        return json.dumps(vote)
+
+    llm.responder = responder
+    metrics = JudgeMetrics("state")
+    settings = settings_for(llm, votes=1, llm_retries=2)
+    backend = OpenAIJudge(settings.judge_kind, settings, metrics)
+    try:
+        with pytest.raises(JudgeBackendError, match="scores missing, not numbers or out of range"):
+            await backend.judge(segment())
+    finally:
+        await backend.aclose()
+    assert len(llm.chat_requests()) == 3  # retried, each time with a fresh seed, and never became a score
+    assert 'zelda_judge_llm_requests_total{kind="state",outcome="invalid_scores"} 3.0' in metrics.render().decode()

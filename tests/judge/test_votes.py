@@ -93,3 +93,23 @@ def test_unknown_or_negative_weights_are_refused() -> None:
         RubricWeights({"speed": 1})
     with pytest.raises(ValueError, match="greater than or equal to 0"):
         RubricWeights({"novelty": -0.1})
+
+
+@pytest.mark.parametrize(("score", "problem"), [
+    ("true", "valid number (got True)"),
+    ("false", "valid number (got False)"),
+    ('"0.5"', "valid number (got '0.5')"),
+    ("null", "valid number (got None)"),
+    (None, "Field required"),
+])
+def test_a_score_must_be_a_json_number(score: str | None, problem: str) -> None:
+    """``true`` is not 1.0 and ``"0.5"`` is not 0.5: an answer that breaks the schema is not a score."""
+    fields = '"rationale": "x"' if score is None else f'"puzzle": {score}, "rationale": "x"'
+    with pytest.raises(InvalidVote, match="scores missing, not numbers or out of range") as caught:
+        parse_vote(JudgeKind.PUZZLE, "{" + fields + "}")
+    assert problem in str(caught.value)
+
+
+@pytest.mark.parametrize(("score", "value"), [("0", 0.0), ("1", 1.0), ("0.5", 0.5), ("1e-1", 0.1)])
+def test_json_integers_and_floats_in_range_are_scores(score: str, value: float) -> None:
+    assert parse_vote(JudgeKind.PUZZLE, f'{{"puzzle": {score}, "rationale": "x"}}').scores == {"puzzle": value}

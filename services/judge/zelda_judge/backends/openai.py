@@ -56,7 +56,7 @@ class _Retryable(Exception):
     def __init__(self, outcome: str, message: str, retry_after_s: float | None = None) -> None:
         super().__init__(message)
         self.outcome = outcome
-        self.retry_after_s = retry_after_s  # what the server asked to wait, if it said
+        self.retry_after_s = retry_after_s  # the wait a Retry-After asked for, capped; None if it asked none
 
 
 def retry_after_s(value: str | None, now: datetime | None = None) -> float | None:
@@ -177,18 +177,18 @@ class OpenAIJudge:
         ceiling = min(self.settings.llm_backoff_max_s, self.settings.llm_backoff_s * 2**attempt)
         return ceiling / 2 + self._random.uniform(0, ceiling / 2)  # "equal jitter": never zero, never in step
 
-    def _retry_delay(self, attempt: int, asked_s: float | None) -> float:
-        """The back-off, or what the server's Retry-After asked (up to the cap) when that is longer; a Retry-After
-        also holds back every other request of this replica until then."""
-        backoff = self._backoff(attempt)
-        if asked_s is None:
-            return backoff
+    def _retry_delay(self, attempt: int, retry_after_s: float | None) -> float:
+        """The back-off, or the honoured Retry-After when that is longer."""
+        return max(self._backoff(attempt), retry_after_s or 0.0)
+
+    def _hold_back(self, asked_s: float) -> float:
+        """Honour a Retry-After up to the cap: no request of this replica goes out before then."""
         honoured = min(asked_s, self.settings.llm_retry_after_max_s)
         if honoured < asked_s:
-            log.warning("the LLM server asked to wait %.0fs; waiting %.1fs (ZELDA_JUDGE_LLM_RETRY_AFTER_MAX_S)",
+            log.warning("the LLM server asked to wait %.0fs; waiting %.2fs (ZELDA_JUDGE_LLM_RETRY_AFTER_MAX_S)",
                         asked_s, honoured)
         self._resume_at = max(self._resume_at, time.monotonic() + honoured)
-        return max(backoff, honoured)
+        return honoured
 
     def _payload(self, messages: list[dict[str, Any]], seed: int, n: int) -> dict[str, Any]:
         payload: dict[str, Any] = {
@@ -204,10 +204,11 @@ class OpenAIJudge:
         return payload
 
     async def _ask(self, messages: list[dict[str, Any]], seed: int, n: int) -> list[Vote]:
-        held_back = self._resume_at - time.monotonic()
-        if held_back > 0:
-            await asyncio.sleep(held_back)
         async with self._slots:
+            # Checked once a slot is ours: requests queued for a slot also wait out a Retry-After met meanwhile.
+            held_back = self._resume_at - time.monotonic()
+            if held_back > 0:
+                await asyncio.sleep(held_back)
             started = time.perf_counter()
             try:
                 response = await self._client.post(self.endpoint.chat_completions_url,
@@ -223,7 +224,8 @@ class OpenAIJudge:
             self.metrics.request("http_error", elapsed)
             asked = (retry_after_s(response.headers.get("Retry-After"))
                      if response.status_code in RETRY_AFTER_STATUS else None)
-            raise _Retryable("http_error", f"HTTP {response.status_code}: {response.text[:200]}", asked)
+            raise _Retryable("http_error", f"HTTP {response.status_code}: {response.text[:200]}",
+                             None if asked is None else self._hold_back(asked))
         if response.status_code >= 400:
             self.metrics.request("rejected", elapsed)
             raise JudgeBackendError(
