@@ -1,4 +1,6 @@
-"""Ctrl-C stops every service of ``zelda-rlaif up`` cleanly; ``--resume`` continues from the checkpoint."""
+"""Stopping ``zelda-rlaif up``: Ctrl-C (SIGINT to the terminal's whole foreground process group) and SIGTERM stop
+every service in order, leave no process behind, exit 130 / 143 and say how to continue; ``--resume`` then
+continues from the checkpoint. While a run holds its directory, a second ``up`` there is refused at once."""
 
 from __future__ import annotations
 
@@ -18,53 +20,95 @@ from zelda_rlaif.storage import keys, open_store
 
 pytestmark = pytest.mark.slow
 
+# Short epochs in which each of the two emulators still plays two whole segments (256 steps), so that the judges
+# and the reward model have work in flight when the stop comes, and the resumed epoch closes the loop.
 SMALL = {
     "ZELDA_TRAINER_SEGMENT_STEPS": "100",
     "ZELDA_TRAINER_EPISODE_STEPS": "400",
+    "ZELDA_TRAINER_ENVS_PER_RUNNER": "1",
+    "ZELDA_TRAINER_FRAME_EVERY": "20",
     "ZELDA_TRAINER_PPO_TRAIN_BATCH_SIZE": "512",
     "ZELDA_TRAINER_PPO_MINIBATCH_SIZE": "128",
 }
 
 
 def up(run_dir: Path, *extra: str) -> subprocess.Popen[str]:
-    # Stopping and resuming is under test, not the judging loop (tests/e2e/test_up.py): these short epochs
-    # (32 steps per emulator) export nothing, which the trainer only accepts when told to export nothing.
+    # Its own process group, as a shell starts a foreground job: a Ctrl-C goes to that whole group.
     return subprocess.Popen(
-        [sys.executable, "-m", "zelda_rlaif.cli", "up", "--run-dir", str(run_dir), "--export-fraction", "0", *extra],
-        env={**os.environ, **SMALL}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        [sys.executable, "-m", "zelda_rlaif.cli", "up", "--run-dir", str(run_dir), *extra],
+        env={**os.environ, **SMALL}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, process_group=0,
     )
+
+
+def wait_for(key: str, run_dir: Path, process: subprocess.Popen[str]) -> None:
+    store = open_store(StoreSettings(url=(run_dir / "store").as_uri()))
+    deadline = time.monotonic() + 300
+    while not store.exists(key):
+        if process.poll() is not None:
+            pytest.fail(process.communicate()[0][-3000:])
+        assert time.monotonic() < deadline, f"no {key} within 300 s"
+        time.sleep(0.5)
+
+
+def descendants(process: subprocess.Popen[str]) -> list[psutil.Process]:
+    found = psutil.Process(process.pid).children(recursive=True)
+    names = {child.name() for child in found}
+    assert "nats-server" in names, names
+    assert len(found) >= 7, names  # NATS, three judges, reward model, HUD, trainer (and Ray under it)
+    return found
+
+
+def stop(process: subprocess.Popen[str], children: list[psutil.Process]) -> str:
+    output, _ = process.communicate(timeout=120)
+    print(output[-2500:])
+    assert "Traceback" not in output
+    left = [c for c in children if c.is_running() and c.status() != psutil.STATUS_ZOMBIE]
+    assert not left, [(c.pid, c.name()) for c in left]
+    return output
 
 
 def test_ctrl_c_stops_everything_and_resume_continues(tmp_path: Path) -> None:
     run_dir = tmp_path / "run"
     first = up(run_dir, "--run-id", "interrupted", "--epochs", "20", "--steps-per-epoch", "512")
-    store = open_store(StoreSettings(url=(run_dir / "store").as_uri()))
-    checkpoint = keys.checkpoint_metadata(keys.checkpoint("interrupted", 0))
-    deadline = time.monotonic() + 300
-    while not store.exists(checkpoint):
-        assert first.poll() is None, first.communicate()[0][-3000:]
-        assert time.monotonic() < deadline, "no checkpoint within 300 s"
-        time.sleep(0.5)
-    children = psutil.Process(first.pid).children(recursive=True)
-    assert len(children) >= 6  # three judges, reward model, HUD, trainer (and Ray under it)
+    wait_for(keys.checkpoint_metadata(keys.checkpoint("interrupted", 0)), run_dir, first)
 
-    first.send_signal(signal.SIGINT)  # what Ctrl-C sends
-    output, _ = first.communicate(timeout=120)
-    print(output[-2500:])
-    assert first.returncode == 0
-    assert "stopped by request" in output
-    assert not [c for c in children if c.is_running() and c.status() != psutil.STATUS_ZOMBIE]
+    # The run directory is locked: a second `up` there is refused at once, naming the first.
+    second = subprocess.run([sys.executable, "-m", "zelda_rlaif.cli", "up", "--run-dir", str(run_dir), "--resume"],
+                            env={**os.environ, **SMALL}, capture_output=True, text=True, timeout=120)
+    assert second.returncode == 2, second.stderr
+    assert f"is in use by zelda-rlaif up (pid {first.pid} " in second.stderr
+
+    children = descendants(first)
+    os.killpg(first.pid, signal.SIGINT)  # what Ctrl-C in a terminal does
+    output = stop(first, children)
+    assert first.returncode == 130
+    assert f"zelda-rlaif up --resume --run-dir {run_dir} --epochs " in output
+    assert "--steps-per-epoch 512" in output  # the flags that shaped the run, to be given again
 
     # The run directory is consistent: every checkpoint that has metadata is complete and loadable next time.
+    store = open_store(StoreSettings(url=(run_dir / "store").as_uri()))
     reached = max(keys.epoch_of(k) or 0 for k in store.list(keys.checkpoints("interrupted"))
                   if k.endswith("zelda-checkpoint.json") and "/best/" not in k)
+    assert f"--epochs {20 - reached - 1} " in output
 
-    second = up(run_dir, "--resume", "--epochs", "1", "--steps-per-epoch", "512")
-    output, _ = second.communicate(timeout=600)
+    resumed = up(run_dir, "--resume", "--epochs", "1", "--steps-per-epoch", "512")
+    output, _ = resumed.communicate(timeout=600)
     print(output[-2500:])
-    assert second.returncode == 0, output[-3000:]
+    assert resumed.returncode == 0, output[-3000:]
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["run_id"] == "interrupted"
     assert [row["epoch"] for row in summary["epochs"]] == [reached + 1]
     trainer_log = (run_dir / "logs" / "trainer.log").read_text()
     assert f"resumed run interrupted from epoch {reached}" in trainer_log
+
+
+def test_sigterm_stops_everything_with_143(tmp_path: Path) -> None:
+    run_dir = tmp_path / "run"
+    process = up(run_dir, "--run-id", "terminated", "--epochs", "20", "--steps-per-epoch", "512")
+    wait_for(keys.progress("terminated"), run_dir, process)  # the trainer is sampling
+
+    children = descendants(process)
+    process.send_signal(signal.SIGTERM)  # to `up` alone, as an orchestrator or `kill` does
+    output = stop(process, children)
+    assert process.returncode == 143
+    assert f"zelda-rlaif up --resume --run-dir {run_dir} --epochs " in output

@@ -60,10 +60,7 @@ class StopRequest:
         return 128 + (self.signum or 0)
 
 
-def resume_command(run_dir: Path, epochs_left: int | None, flags: Sequence[str]) -> str:
-    """The command that continues the run in ``run_dir``: the flags that shaped it, and the epochs it had left
-    (None: unknown, the trainer's default)."""
-    words = ["zelda-rlaif", "up", "--resume", "--run-dir", str(run_dir)]
-    if epochs_left is not None:
-        words += ["--epochs", str(epochs_left)]
-    return shlex.join([*words, *flags])
+def resume_command(run_dir: Path, epochs_left: int, flags: Sequence[str]) -> str:
+    """The command that continues the run in ``run_dir``: the epochs it had left and the flags that shaped it."""
+    return shlex.join(["zelda-rlaif", "up", "--resume", "--run-dir", str(run_dir), "--epochs", str(epochs_left),
+                       *flags])

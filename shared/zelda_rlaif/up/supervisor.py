@@ -238,13 +238,17 @@ def _run_up(options: UpOptions, request: StopRequest, console: Console) -> int:
         summary = build_summary(options.run_id, options.run_dir, store, outcome.watch, options.hud_port)
         (options.run_dir / SUMMARY_FILE).write_text(summary.model_dump_json(indent=2))
         print_summary(summary, console)
-    if request.requested or (outcome is not None and outcome.failure):
+    failure = outcome.failure if outcome is not None else None
+    if request.requested or failure:
         epochs_left = first_epoch + options.epochs - next_epoch(store, options.run_id)
-        resume = resume_command(options.run_dir, epochs_left if epochs_left >= 1 else None, options.resume_flags)
-        if outcome is not None and outcome.failure:
-            raise ServiceFailed(f"{outcome.failure}; once that is fixed, continue the run with: {resume}")
-        console.print(f"[yellow]stopped by request; every service shut down. Continue the run with:[/]\n{resume}",
-                      soft_wrap=True)
+        resume = resume_command(options.run_dir, epochs_left, options.resume_flags) if epochs_left >= 1 else None
+        if failure:
+            raise ServiceFailed(f"{failure}; " + (f"once that is fixed, continue the run with: {resume}" if resume
+                                                  else "its training had finished, so there is nothing to resume"))
+        console.print("[yellow]stopped by request; every service shut down.[/] " + (
+            "Continue the run with:" if resume else "Its training had finished, so there is nothing to resume."))
+        if resume:
+            console.print(resume, markup=False, highlight=False, soft_wrap=True)  # one line, to copy as it is
         return request.exit_code
     if options.tensorboard_dir is not None:
         console.print(f"curves: tensorboard --logdir {options.tensorboard_dir}")
