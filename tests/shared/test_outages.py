@@ -20,6 +20,7 @@ from tests.support.tcp_proxy import TcpProxy
 from tests.support.waiting import free_port, wait_until
 from zelda_rlaif import errors
 from zelda_rlaif.bus import Bus
+from zelda_rlaif.bus.consumer import Delivery, run_consumer
 from zelda_rlaif.embedded_nats import EmbeddedNats
 from zelda_rlaif.events import EpochExported
 from zelda_rlaif.retry import ServerUnreachable, current_outages
@@ -27,7 +28,7 @@ from zelda_rlaif.settings import NatsSettings, StoreSettings
 from zelda_rlaif.storage import ObjectStore, keys, open_store
 from zelda_rlaif.storage.file import FileStore
 from zelda_rlaif.storage.retrying import RetryingStore, store_retrier
-from zelda_rlaif.subjects import EPOCH_EXPORTED
+from zelda_rlaif.subjects import EPOCH_EXPORTED, PIPELINE_STREAM, ConsumerSpec
 from zelda_trainer.progress import waiting_line
 
 pytestmark = pytest.mark.timeout(180)
@@ -199,3 +200,38 @@ def test_a_retried_exclusive_put_whose_first_attempt_landed_succeeds(tmp_path: P
     with pytest.raises(errors.ObjectExists):
         store.put_bytes("a/b.json", b"other", exclusive=True)
     assert store.get_bytes("a/b.json") == b"once"
+
+
+async def test_a_consumer_goes_on_after_nats_restarts(
+    restartable_nats: EmbeddedNats, run_id: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="zelda_rlaif.retry")
+    bus = await Bus.connect(quick_nats(restartable_nats.url), name="consumer-outage-test")
+    seen: list[int] = []
+
+    async def handler(event: EpochExported, delivery: Delivery) -> None:
+        seen.append(event.epoch)
+
+    spec = ConsumerSpec(f"outage-{run_id}", PIPELINE_STREAM, EPOCH_EXPORTED, EPOCH_EXPORTED.subject)
+    stop = asyncio.Event()
+    try:
+        await bus.provision()
+        consuming = asyncio.create_task(run_consumer(bus, spec, handler, stop,
+                                                     store=open_store(StoreSettings(url=f"file://{tmp_path}/s"))))
+        await bus.publish(EPOCH_EXPORTED, EpochExported(run_id=run_id, epoch=0, segments_exported=0, env_steps=0,
+                                                        episodes=0))
+        await wait_until(lambda: seen == [0], 30, "the first event is consumed")
+        restartable_nats.stop()
+        await wait_until(lambda: any("NATS" in o.server for o in current_outages()), 30, "the outage is noticed")
+        await asyncio.sleep(2)
+        restartable_nats.start()
+        await bus.publish(EPOCH_EXPORTED, EpochExported(run_id=run_id, epoch=1, segments_exported=0, env_steps=0,
+                                                        episodes=0))
+        await wait_until(lambda: seen == [0, 1], 60, "the event published after the restart is consumed")
+        assert not consuming.done()
+        assert outage_lines(caplog, restartable_nats.url) == (1, 1)
+        stop.set()
+        await consuming
+    finally:
+        stop.set()
+        await bus.close()

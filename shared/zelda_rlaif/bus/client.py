@@ -166,6 +166,20 @@ class Bus:
         ack = await self._retrier.acall(attempt)
         return not ack.duplicate or attempts > 1
 
+    async def fetch(self, sub: JetStreamContext.PullSubscription, batch: int, timeout_s: float) -> list[Msg]:
+        """Up to ``batch`` messages of a pull subscription; [] when none came within ``timeout_s``. While NATS is
+        unreachable it waits as ``publish`` does (one warning per outage, ``ServerUnreachable`` past the limit)."""
+
+        async def attempt() -> list[Msg]:
+            try:
+                return await sub.fetch(batch=batch, timeout=timeout_s)
+            except nats_errors.TimeoutError:
+                if self.nc.is_connected:
+                    return []  # nothing to fetch: not an outage
+                raise
+
+        return await self._retrier.acall(attempt)
+
     async def publish_live(self, subject: str, event: Event) -> None:
         """Fire-and-forget on core NATS: nobody listening or a slow listener costs the publisher nothing."""
         await self.nc.publish(subject, event.model_dump_json().encode())

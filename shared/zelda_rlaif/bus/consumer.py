@@ -28,13 +28,13 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from nats.aio.msg import Msg
-from nats.errors import TimeoutError as NatsTimeoutError
 from nats.js.errors import NotFoundError
 
 from zelda_rlaif.bus.client import Bus
 from zelda_rlaif.bus.router import InvalidMessage, Router
 from zelda_rlaif.events import DeadLetter, Event
 from zelda_rlaif.logs import log_context
+from zelda_rlaif.retry import ServerUnreachable
 from zelda_rlaif.storage import ObjectStore, keys
 from zelda_rlaif.subjects import DEAD_LETTER, ConsumerSpec, dead_letter_subject
 
@@ -179,6 +179,8 @@ def _router(
             with contextlib.suppress(Exception):
                 await msg.nak()
             raise
+        except ServerUnreachable:
+            raise  # past the outage limit the service stops; JetStream redelivers the message after ack_wait
         except Exception as exc:
             if isinstance(exc, PermanentFailure) or delivery.is_last:
                 await give_up(msg, delivery, f"{type(exc).__name__}: {exc}")
@@ -222,12 +224,15 @@ async def run_consumer(
     watcher = asyncio.create_task(watch_max_deliveries(bus, store, spec, stop, on_dead_letter))
     slots = asyncio.Semaphore(concurrency)
     in_flight: set[asyncio.Task[None]] = set()
+    unreachable: list[ServerUnreachable] = []  # a handler's store or bus stayed away past its limit: stop
 
     async def guarded(msg: Msg) -> None:
         try:
             await _process(spec, router, msg)
         except asyncio.CancelledError:
             raise
+        except ServerUnreachable as exc:
+            unreachable.append(exc)
         except Exception:  # a failure to ack/publish must not kill the loop; JetStream redelivers
             log.exception("could not settle a message on %s; it will be redelivered", spec.durable)
         finally:
@@ -235,15 +240,18 @@ async def run_consumer(
 
     try:
         while not stop.is_set():
+            if unreachable:
+                raise unreachable[0]
             # One message per free slot: fetch returns as soon as one is available, and a slot is never
             # held by a message waiting in a local buffer while another replica sits idle.
             await slots.acquire()
             try:
-                msgs = await sub.fetch(batch=1, timeout=fetch_timeout_s)
-            except NatsTimeoutError:
-                slots.release()
-                continue
-            except Exception as exc:  # connection hiccup: nats-py reconnects underneath
+                # While NATS is away this waits (one warning per outage) and raises ServerUnreachable past the
+                # limit, which stops the service.
+                msgs = await bus.fetch(sub, 1, fetch_timeout_s)
+            except ServerUnreachable:
+                raise
+            except Exception as exc:  # an error NATS does not mean as an outage: log it and go on
                 slots.release()
                 log.warning("fetch on %s failed (%s); retrying", spec.durable, exc)
                 await asyncio.sleep(0.5)
