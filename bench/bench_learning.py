@@ -16,8 +16,10 @@ Arms, each trained in its own ``zelda-rlaif up`` (its own processes, run directo
 
 ``--arms`` runs a subset (the random arm needs a trained arm beside it for its run directory).
 
-Every arm is then evaluated by ``zelda-rlaif eval --epoch latest`` with the same ``--seed`` and ``--episodes``, so
-all arms play the same episode seeds. Prints per arm each test-world milestone's fraction of eval episodes, rooms,
+Every arm is then evaluated by ``zelda-rlaif eval --epoch best`` (``--eval-epoch latest``: the last checkpoint) with
+the same ``--seed`` and ``--episodes``, so all arms play the same episode seeds. The best checkpoint is the one the
+trainer kept apart by its *training* episodes (milestone score, then env return), so choosing it does not look at
+the eval episodes. Prints per arm each test-world milestone's fraction of eval episodes, rooms,
 env return and episode length as mean and min-max over the training seeds, plus wall time (training and
 evaluation, summed over seeds); writes ``results.json`` and ``results.md`` into ``--out``.
 
@@ -103,11 +105,12 @@ def zelda(args: list[str], env: dict[str, str], log: Path) -> float:
 
 
 def evaluate(run_dir: Path, args: argparse.Namespace, env: dict[str, str], random: bool) -> tuple[dict, float]:
-    """``zelda-rlaif eval`` of the run's latest checkpoint (or the random policy); its report and wall time."""
+    """``zelda-rlaif eval`` of the run's ``--eval-epoch`` checkpoint (or the random policy); its report and wall
+    time."""
     what = "random" if random else "policy"
     policy = ["--policy", "random"] if random else []
     started = time.time()
-    wall = zelda(["eval", str(run_dir), "--epoch", "latest", "--episodes", str(args.eval_episodes),
+    wall = zelda(["eval", str(run_dir), "--epoch", args.eval_epoch, "--episodes", str(args.eval_episodes),
                   "--seed", str(args.eval_seed), *policy], env, run_dir / f"eval-{what}.log")
     # Named <what>-<n>x-seed<s>.json by `zelda-rlaif eval`; the one this call wrote (a rerun overwrites it).
     pattern = f"{'random-' if random else 'epoch_'}*-{args.eval_episodes}x-seed{args.eval_seed}.json"
@@ -178,6 +181,9 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2], help="training seeds (ZELDA_TRAINER_SEED)")
     parser.add_argument("--eval-episodes", type=int, default=32, help="eval episodes, the same for every arm")
     parser.add_argument("--eval-seed", type=int, default=0, help="eval seed, the same for every arm")
+    parser.add_argument("--eval-epoch", choices=["best", "latest"], default="best",
+                        help="the checkpoint each run is evaluated at: best (kept apart by the trainer on its training "
+                        "episodes' milestone score, then env return) or latest (default: best)")
     parser.add_argument("--finish-timeout", type=float, default=120,
                         help="seconds `up` waits after training for the last scores and reward model")
     parser.add_argument("--plot", type=Path, default=None,
@@ -220,7 +226,8 @@ def main() -> None:
         rows.append(summarize(RANDOM, [report], 0.0, eval_wall, []))
 
     budget = (f"{args.epochs} epochs x {args.steps_per_epoch} env steps, training seeds {args.seeds}, "
-              f"{args.eval_episodes} eval episodes (eval seed {args.eval_seed}, sampled actions, latest checkpoint)"
+              f"{args.eval_episodes} eval episodes (eval seed {args.eval_seed}, sampled actions, "
+              f"{args.eval_epoch} checkpoint)"
               + (f", self-imitation weight {args.sil_weight}" if "self_imitation" in args.arms else "")
               + (", --quick" if args.quick else ""))
     table = markdown(rows)
