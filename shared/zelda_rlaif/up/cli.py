@@ -3,6 +3,9 @@
 Embedded by default: a ``nats-server`` with JetStream on a free port, a ``file://`` object store under the
 run directory, the trainer on a local Ray, one judge per kind (rules backend unless ``--llm-url`` is given),
 the reward-model service and the HUD. External NATS / S3 / LLM endpoints can be given instead.
+
+Every flag is checked before anything starts, then the run directory is locked (one ``up`` per directory).
+Ctrl-C or SIGTERM stops the services in order and prints the command that continues the run (``stopping.py``).
 """
 
 from __future__ import annotations
