@@ -70,11 +70,23 @@ class Bus:
         if settings.token:
             options["token"] = settings.token.get_secret_value()
 
+        # One warning per outage, not one per reconnect attempt (every 2 s while NATS is away).
+        warned = False
+
         async def _quiet(exc: Exception) -> None:
-            log.warning("NATS connection problem: %s", exc)
+            nonlocal warned
+            if not warned:
+                log.warning("NATS connection problem: %s; reconnecting until it is back", exc)
+            warned = True
+
+        async def _reconnected() -> None:
+            nonlocal warned
+            if warned:
+                log.warning("reconnected to NATS at %s", settings.url)
+            warned = False
 
         try:
-            nc = await nats.connect(**options, error_cb=_quiet)
+            nc = await nats.connect(**options, error_cb=_quiet, reconnected_cb=_reconnected)
         except Exception as exc:  # nats raises several unrelated types for "cannot connect"
             raise BusError(
                 f"cannot connect to NATS at {settings.url} ({exc.__class__.__name__}: {exc}); "
