@@ -58,11 +58,19 @@ def descendants(process: subprocess.Popen[str]) -> list[psutil.Process]:
     return found
 
 
+def running(process: psutil.Process) -> bool:
+    try:
+        return process.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
 def stop(process: subprocess.Popen[str], children: list[psutil.Process]) -> str:
     output, _ = process.communicate(timeout=120)
     print(output[-2500:])
     assert "Traceback" not in output
-    left = [c for c in children if c.is_running() and c.status() != psutil.STATUS_ZOMBIE]
+    _, alive = psutil.wait_procs(children, timeout=10)  # a SIGKILLed process dies when next scheduled
+    left = [c for c in alive if running(c)]
     assert not left, [(c.pid, c.name()) for c in left]
     return output
 

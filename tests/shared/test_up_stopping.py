@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import psutil
@@ -35,7 +36,13 @@ def started(tmp_path: Path, behaviour: str) -> tuple[ServiceProcess, psutil.Proc
 
 
 def gone(process: psutil.Process) -> bool:
-    return not process.is_running() or process.status() == psutil.STATUS_ZOMBIE
+    """Dead or dying: SIGKILL takes effect when the kernel next schedules the process, not when kill() returns."""
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if not process.is_running() or process.status() == psutil.STATUS_ZOMBIE:
+            return True
+        time.sleep(0.05)
+    return False
 
 
 def test_services_stop_politely_or_are_killed_and_leave_nothing_behind(tmp_path: Path) -> None:
