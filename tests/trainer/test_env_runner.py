@@ -8,11 +8,13 @@ from typing import Any
 import numpy as np
 import pytest
 import torch
+from ray.rllib.core import COMPONENT_RL_MODULE
 from ray.rllib.core.columns import Columns
 from ray.rllib.env.env_runner import ENV_STEP_FAILURE
 
 from zelda_trainer.algorithm import build_config
-from zelda_trainer.env_runner import ZeldaEnvRunner, sample_categorical
+from zelda_trainer.env_config import EnvSync
+from zelda_trainer.env_runner import RunnerNotRestored, ZeldaEnvRunner, sample_categorical
 from zelda_trainer.settings import TrainerSettings
 
 ENVS = 3
@@ -97,3 +99,23 @@ def test_a_failed_env_step_resets_every_env_and_the_sample_still_fills(runner: Z
     episodes = runner.sample(num_timesteps=30)
     assert sum(len(episode) for episode in episodes) >= 30
     assert all(episode.t_started == 0 for episode in episodes), "the half-built chunks were dropped with the reset"
+
+
+def test_a_restarted_runner_samples_only_once_restored(runner: ZeldaEnvRunner) -> None:
+    """A runner process that Ray restarted behind RLlib's back refuses to sample until RLlib restored its weights
+    and the driver's epoch and reward model (the failure is what makes RLlib restore it)."""
+    assert not runner._restarted, "a runner built in this process is no restarted actor"
+    runner._restarted, runner._weights_set, runner.env_sync = True, False, None
+    try:
+        with pytest.raises(RunnerNotRestored, match="restarted by Ray"):
+            runner.sample(num_timesteps=10)
+        assert runner.module is not None
+        runner.set_state({COMPONENT_RL_MODULE: runner.module.get_state(inference_only=True)})
+        with pytest.raises(RunnerNotRestored, match="epoch and reward model: False"):
+            runner.sample(num_timesteps=10)
+        runner.apply_env_sync(EnvSync(epoch=5))
+        assert runner.sample(num_timesteps=10)
+        assert all(env.get_wrapper_attr("_epoch") == 5 for env in runner.env.unwrapped.envs)  # type: ignore[union-attr]
+    finally:
+        runner._restarted = False
+

@@ -77,7 +77,9 @@ async def test_segments_are_announced_as_the_runners_hand_them_over_and_reconcil
     for action in actions[:2 * SEGMENT_STEPS]:  # two complete segments: what one training iteration might export
         env.step(int(action))
     await trainer._announce_segments(bus, trainer._take_completed().segments)  # type: ignore[arg-type]
-    assert [event.segment_id for event in bus.segments] == ["e000-w1v0-00001-s00", "e000-w1v0-00001-s01"]
+    assert env.exporter is not None
+    episode = f"e000-w1v0-{env.exporter.incarnation}-00001"
+    assert [event.segment_id for event in bus.segments] == [f"{episode}-s00", f"{episode}-s01"]
     assert not listings, "per iteration the runners' own lists suffice"
     assert trainer._take_completed().segments == [], "each segment is handed over once"
     first = bus.segments[0]
@@ -90,7 +92,7 @@ async def test_segments_are_announced_as_the_runners_hand_them_over_and_reconcil
     env.take_completed()  # as if its runner died before handing them over
     segments = await trainer._reconcile_segments(bus, epoch=0)  # type: ignore[arg-type]
     assert segments == 3
-    assert [event.segment_id for event in bus.segments][-1] == "e000-w1v0-00001-s02"
+    assert [event.segment_id for event in bus.segments][-1] == f"{episode}-s02"
     assert len({event.segment_id for event in bus.segments}) == len(bus.segments) == 3, "nothing announced twice"
     assert listings == [keys.epoch_segments(RUN, 0)]
     env.close()

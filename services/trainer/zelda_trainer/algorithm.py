@@ -10,7 +10,7 @@ from ray.tune.registry import register_env
 
 from zelda_trainer.callbacks import ZeldaCallbacks
 from zelda_trainer.env_config import training_env_config
-from zelda_trainer.env_runner import ZeldaEnvRunner
+from zelda_trainer.env_runner import ZeldaEnvRunner, resync_restored_runners
 from zelda_trainer.rl_module import ZeldaMLPModule
 from zelda_trainer.self_imitation import CONFIG_KEY, SelfImitationLearner
 from zelda_trainer.settings import TrainerSettings
@@ -73,7 +73,9 @@ def build_config(settings: TrainerSettings, profile: str, epoch: int) -> PPOConf
             num_epochs=ppo.num_epochs,
         )
         .rl_module(rl_module_spec=RLModuleSpec(module_class=ZeldaMLPModule, model_config={"hidden": ppo.hidden}))
-        .callbacks(ZeldaCallbacks)
+        # A runner that Ray restarted gets the driver's epoch and reward model before it samples (RLlib restores
+        # its weights itself: restart_failed_env_runners is on by default).
+        .callbacks(ZeldaCallbacks, on_env_runners_recreated=resync_restored_runners)
         .debugging(seed=settings.seed, log_level="ERROR")
     )
     return config

@@ -11,6 +11,7 @@ its own environment.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -67,11 +68,23 @@ class LivePlan(BaseModel):
         return load_settings(NatsSettings, url=self.nats_url)
 
 
+@dataclass(frozen=True)
+class EnvSync:
+    """What the driver moves every env on to during a run, beside the weights that RLlib syncs itself: the epoch
+    the envs export into and the reward model that shapes their reward. ``TrainingEnvConfig`` only says where the
+    run started, and an env runner that Ray rebuilds starts from there: the driver hands it the current
+    ``EnvSync`` before it samples again (``env_runner.resync_restored_runners``)."""
+
+    epoch: int
+    reward_model: bytes | None = None  # the model file (rm.pt); None shapes nothing
+    reward_model_epoch: int | None = None  # the epoch whose scores trained it
+
+
 class TrainingEnvConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     env: EnvConfig
-    epoch: int = Field(ge=0, description="the epoch the envs start in; the driver moves them on between epochs")
+    epoch: int = Field(ge=0, description="the epoch the run starts in; the driver moves the envs on (EnvSync)")
     export: ExportPlan | None = Field(description="None exports nothing")
     live: LivePlan | None = Field(description="None streams nothing to the HUD")
 

@@ -14,6 +14,13 @@ the actions in NumPy (Gumbel-max: the same distribution as RLlib's ``TorchCatego
 (``num_episodes``, greedy evaluation, random actions, another RLModule) goes to RLlib's own loop, after a
 fresh reset so the two loops never share half-built episodes. The lean loop assumes RLlib's default connector
 pipelines (no observation filters or action transforms), which is how ``algorithm.py`` configures PPO.
+
+Every runner also keeps the driver's ``EnvSync`` (epoch and reward model) and hands it to its envs, to envs it
+rebuilds, and, through ``resync_restored_runners``, to runners that Ray restarted: those are rebuilt from the
+algorithm's config, which knows only the epoch the run started in, no reward model and the initial weights.
+RLlib restores a runner (weights, then that callback) only when a call to it failed; a runner process that died
+while idle is restarted by Ray behind RLlib's back, so a restarted runner refuses to sample (``RunnerNotRestored``)
+until it has both weights and sync: that failure sends it through RLlib's restore before the next iteration.
 """
 
 from __future__ import annotations
@@ -21,16 +28,27 @@ from __future__ import annotations
 from typing import Any, cast
 
 import numpy as np
+import ray
+from ray.rllib.core import COMPONENT_RL_MODULE
 from ray.rllib.core.columns import Columns
 from ray.rllib.env.env_runner import ENV_STEP_FAILURE
 from ray.rllib.env.single_agent_env_runner import SingleAgentEnvRunner
 from ray.rllib.env.single_agent_episode import SingleAgentEpisode
 from ray.rllib.utils.metrics import WEIGHTS_SEQ_NO
 
+from zelda_rlaif.errors import ZeldaRlaifError
+from zelda_trainer.env_config import EnvSync
 from zelda_trainer.rl_module import ZeldaMLPModule
 
 
+class RunnerNotRestored(ZeldaRlaifError):
+    """A runner that Ray restarted was asked to sample before RLlib restored it."""
+
+
 class ZeldaEnvRunner(SingleAgentEnvRunner):
+    # The driver's epoch and reward model, set by apply_env_sync (a class default: make_env runs inside __init__).
+    env_sync: EnvSync | None = None
+
     def __init__(self, *, config: Any, **kwargs: Any) -> None:
         super().__init__(config=config, **kwargs)
         # Action sampling draws from this generator: seeded per runner like RLlib seeds its own (config seed plus
@@ -38,9 +56,38 @@ class ZeldaEnvRunner(SingleAgentEnvRunner):
         seed = getattr(config, "seed", None)
         self._action_rng = np.random.default_rng(None if seed is None else [int(seed), int(self.worker_index or 0)])
         self._lean_observations: np.ndarray | None = None  # the last observations, while the lean loop owns them
+        self._restarted = _restarted_by_ray()
+        self._weights_set = False  # by RLlib (a restore, or the sync after each update) since this process began
+
+    def apply_env_sync(self, sync: EnvSync) -> None:
+        """Called by the driver on every runner, its own local one included (which keeps it for the runners Ray
+        restarts), between iterations."""
+        self.env_sync = sync
+        for env in self._training_envs():
+            env.apply_sync(sync)
+
+    def make_env(self) -> None:
+        super().make_env()
+        if self.env_sync is not None:  # envs rebuilt after a failed step carry on in the driver's epoch
+            for env in self._training_envs():
+                env.apply_sync(self.env_sync)
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        super().set_state(state)
+        if COMPONENT_RL_MODULE in state:
+            self._weights_set = True
+
+    def _training_envs(self) -> list[Any]:
+        vector_env = getattr(self, "env", None)
+        return [] if vector_env is None else list(vector_env.unwrapped.envs)
 
     def _sample(self, *, num_timesteps: int | None = None, num_episodes: int | None = None, explore: bool,
                 random_actions: bool = False, force_reset: bool = False) -> list[SingleAgentEpisode]:
+        if self._restarted and (self.env_sync is None or not self._weights_set):
+            raise RunnerNotRestored(
+                f"env runner {self.worker_index} was restarted by Ray and has not been restored yet (weights: "
+                f"{self._weights_set}, epoch and reward model: {self.env_sync is not None}); RLlib restores it "
+                "before the next iteration, nothing to do")
         if num_timesteps is None or not explore or random_actions or not isinstance(self.module, ZeldaMLPModule):
             # RLlib's loop keeps its own cache of the last observations: start it from a fresh reset.
             lean_was_running = self._lean_observations is not None
@@ -114,6 +161,27 @@ class ZeldaEnvRunner(SingleAgentEnvRunner):
         self._log_env_steps(metric=self._metrics_num_env_steps_sampled, num_steps=steps)
         self._increase_sampled_metrics(steps, len(done_episodes))
         return done_episodes + ongoing
+
+
+def _restarted_by_ray() -> bool:
+    """Whether this process is a restarted incarnation of its Ray actor (never for a runner in the driver)."""
+    if not ray.is_initialized():
+        return False
+    context = ray.get_runtime_context()
+    return context.get_actor_id() is not None and bool(context.was_current_actor_reconstructed)
+
+
+def resync_restored_runners(*, env_runner_group: Any, env_runner_indices: list[int], **kwargs: Any) -> None:
+    """RLlib's ``on_env_runners_recreated`` callback, run in the driver right after RLlib brought failed runners
+    back and synced their weights, before they sample: hands them the current ``EnvSync``, which the driver's
+    local runner holds. Without it a runner that Ray restarted would export into the run's first epoch with no
+    reward model until the next epoch or model."""
+    local = env_runner_group.local_env_runner
+    sync = getattr(local, "env_sync", None)
+    if sync is None:  # nothing synced yet (or an evaluation group): the config's epoch is the current one
+        return
+    env_runner_group.foreach_env_runner(lambda runner: runner.apply_env_sync(sync),
+                                        remote_worker_ids=env_runner_indices, local_env_runner=False)
 
 
 def sample_categorical(logits: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:

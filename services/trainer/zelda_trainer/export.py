@@ -4,12 +4,24 @@ Each env runner process writes its own segments straight to the object store, so
 through the Ray driver. The manifest is the segment's ``SegmentExported`` event, written last: a segment whose
 manifest exists is complete. The exporter hands the events of its stored segments to the driver, which
 publishes them as they are.
+
+Segment ids are unique within a run for its whole life, and every segment object is written once
+(``exclusive``): a judged segment can never be replaced. An id reads
+``e<epoch>-<source>-<incarnation>-<episode>-s<segment>``, e.g. ``e003-w1v0-kqzrmb-00012-s02``: the epoch the
+episode began in, the env (worker and slot), a random token drawn by each exporter when its env is built, the
+episode's number within that exporter and the segment's within the episode. The token is what keeps ids apart
+when Ray restarts an env runner (its envs are rebuilt from the algorithm's config and count episodes from 1
+again) and when a resumed run redoes an epoch that a crash cut short; 6 letters make a clash between two
+incarnations of one env about 1 in 300 million, and a clash would fail the exclusive write rather than replace
+a stored segment.
 """
 
 from __future__ import annotations
 
 import io
 import random
+import secrets
+import string
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -19,6 +31,13 @@ from zelda_rlaif.events import SegmentExported
 from zelda_rlaif.segments import GameState, StepRecord
 from zelda_rlaif.storage import ObjectStore, keys
 from zelda_trainer.env_config import ExportPlan
+
+INCARNATION_LETTERS = 6
+
+
+def incarnation_token() -> str:
+    """Letters only, so the token never reads as the episode number beside it."""
+    return "".join(secrets.choice(string.ascii_lowercase) for _ in range(INCARNATION_LETTERS))
 
 
 def encode_png(screen: np.ndarray) -> bytes:
@@ -42,11 +61,13 @@ class _Segment:
 class SegmentExporter:
     """Builds segments of one env's episodes and stores the complete ones."""
 
-    def __init__(self, plan: ExportPlan, store: ObjectStore, source_id: str) -> None:
+    def __init__(self, plan: ExportPlan, store: ObjectStore, source_id: str, incarnation: str | None = None) -> None:
         self.plan = plan
         self.store = store
-        self.source_id = source_id  # e.g. "w1v0": unique per env within a run
-        self._rng = random.Random(f"{plan.seed}-{source_id}")
+        self.source_id = source_id  # e.g. "w1v0": unique per env at any one time, not over a run's life
+        self.incarnation = incarnation or incarnation_token()  # unique per exporter over the run's life
+        # Seeded per incarnation too: a rebuilt env does not pick the same episodes its predecessor picked.
+        self._rng = random.Random(f"{plan.seed}-{source_id}-{self.incarnation}")
         self.epoch = 0
         self.reward_model_epoch: int | None = None
         self._episode_counter = 0
@@ -70,7 +91,8 @@ class SegmentExporter:
     def begin_episode(self) -> None:
         self._episode_counter += 1
         exported = self._rng.random() < self.plan.export_fraction
-        self._episode_id = f"e{self.epoch:03d}-{self.source_id}-{self._episode_counter:05d}" if exported else None
+        self._episode_id = (f"e{self.epoch:03d}-{self.source_id}-{self.incarnation}-{self._episode_counter:05d}"
+                            if exported else None)
         self._segment = _Segment(0) if exported else None
 
     @property
@@ -102,18 +124,19 @@ class SegmentExporter:
             segment.frames[step] = encode_png(frame)
         if len(segment.records) < self.plan.segment_steps:
             return None
-        segment_id = self._store(segment, step_end=step + 1)
+        # The next segment starts before this one is stored: if storing fails (and the env runner goes on), its
+        # id is not tried again, so an object written before the failure is never written a second time.
         self._segment = _Segment(segment.index + 1)
-        return segment_id
+        return self._store(segment, step_end=step + 1)
 
     def _store(self, segment: _Segment, step_end: int) -> str:
         assert self._episode_id is not None and segment.step_start is not None
         run, epoch = self.plan.run_id, self.epoch
         segment_id = f"{self._episode_id}-s{segment.index:02d}"
         for step, png in sorted(segment.frames.items()):
-            self.store.put_bytes(keys.segment_frame(run, epoch, segment_id, step), png, "image/png")
+            self.store.put_bytes(keys.segment_frame(run, epoch, segment_id, step), png, "image/png", exclusive=True)
         self.store.put_bytes(keys.segment_states(run, epoch, segment_id),
-                             ("\n".join(segment.records) + "\n").encode(), "application/x-ndjson")
+                             ("\n".join(segment.records) + "\n").encode(), "application/x-ndjson", exclusive=True)
         manifest = SegmentExported(
             run_id=run, epoch=epoch, episode_id=self._episode_id, segment_id=segment_id,
             profile=self.plan.profile, step_start=segment.step_start, step_end=step_end,
@@ -123,6 +146,6 @@ class SegmentExporter:
             reward_model_epoch=self.reward_model_epoch,
         )
         # Last: a manifest means the whole segment is stored.
-        self.store.put_json(keys.segment_manifest(run, epoch, segment_id), manifest)
+        self.store.put_json(keys.segment_manifest(run, epoch, segment_id), manifest, exclusive=True)
         self._stored_segments.append(manifest)
         return segment_id

@@ -1,7 +1,8 @@
 """Follow ``reward_model.updated`` for this run and keep the newest accepted model's bytes at hand.
 
 The consumer runs on the driver's event loop while ``algo.train()`` runs in a worker thread; the training
-loop picks up the newest model between iterations (pipelined) or waits for a given epoch's update (sync).
+loop picks up the newest model between iterations (pipelined) or waits for a given epoch's update (sync). A
+resumed run first loads the newest accepted model from the store (``load_newest_stored``).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from dataclasses import dataclass
 
 from zelda_rlaif.bus import Bus, Delivery, run_consumer
 from zelda_rlaif.events import RewardModelUpdated
+from zelda_rlaif.reward_model.registry import latest_accepted_epoch
 from zelda_rlaif.storage import ObjectStore, keys
 from zelda_rlaif.subjects import trainer_model_consumer
 
@@ -56,6 +58,20 @@ class RewardModelFollower:
             self._changed.notify_all()
         if self.on_update is not None:
             self.on_update(event)
+
+    async def load_newest_stored(self) -> LoadedModel | None:
+        """The run's newest accepted model in the store (``reward_model/epoch_N/rm.pt`` whose metadata says
+        accepted), made ``newest`` unless an update already brought a newer one. For ``--resume``: the events
+        that announced it reach this trainer's new consumer only as it replays the stream, possibly after the
+        first iteration sampled, and maybe never (the stream keeps events for 14 days)."""
+        epoch = await asyncio.to_thread(latest_accepted_epoch, self.store, self.run_id)
+        if epoch is None:
+            return self.newest
+        data = await asyncio.to_thread(self.store.get_bytes, keys.reward_model(self.run_id, epoch))
+        if self.newest is None or epoch > self.newest.epoch:  # the consumer may have been faster
+            self.newest = LoadedModel(epoch, data)
+            log.info("reward model of epoch %d loaded from %s", epoch, self.store.url)
+        return self.newest
 
     async def wait_for_epoch(self, epoch: int, timeout_s: float) -> RewardModelUpdated:
         """Sync mode: wait until the reward-model service has answered ``epoch``'s scores."""

@@ -7,7 +7,9 @@ epoch, not RLlib's windowed means) and publishes live metrics and ``progress.jso
 stores the ``EpochReport`` (``keys.epoch_report``), announces ``epoch.exported`` with the number of segments,
 saves a checkpoint and moves the env runners to the next epoch. Reward models arrive on
 ``reward_model.updated``: in pipelined mode the newest is handed to every env between iterations; in sync
-mode epoch N+1 first waits for the model trained on epoch N.
+mode epoch N+1 first waits for the model trained on epoch N. A resumed run starts with the newest accepted model
+stored for the run. The epoch and the model reach the envs as one ``EnvSync``; an env runner that Ray restarts
+gets the current one before it samples (``env_runner.resync_restored_runners``), and its weights from RLlib.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from zelda_rlaif.logs import log_context
 from zelda_rlaif.storage import ObjectStore, keys, open_store
 from zelda_rlaif.subjects import EPOCH_EXPORTED, LIVE_METRICS, SEGMENT_EXPORTED
 from zelda_trainer import checkpoints, metrics
+from zelda_trainer.env_config import EnvSync
 from zelda_trainer.evaluation.during_training import TrainingEvaluator
 from zelda_trainer.progress import ConsoleProgress, epoch_line
 from zelda_trainer.reward_models import LoadedModel, RewardModelFollower
@@ -88,6 +91,7 @@ class Trainer:
         self._announced: set[str] = set()
         self._rooms: set[tuple[int, int]] = set()
         self._applied_model: LoadedModel | None = None
+        self._env_sync: EnvSync | None = None  # what the env runners were handed last
         imitation = settings.self_imitation
         self.best_segments = BestSegments(self.store, self.run_id, imitation.top_k, settings.ppo.gamma,
                                           profile.milestones, imitation.per_milestone) \
@@ -143,6 +147,11 @@ class Trainer:
         set_learner_threads(self.settings)
         start_epoch, algo = await asyncio.to_thread(self._build_or_restore)
         self._algo = algo
+        if self.resume:
+            # Before the first epoch samples, not whenever the consumer replays the update that announced it.
+            stored = await follower.load_newest_stored()
+            log.info("resumed with %s", f"the reward model of epoch {stored.epoch}" if stored else "no reward model "
+                     "(none accepted yet): shaping starts with the first one")
         summary = TrainingSummary(self.run_id, start_epoch)
         await self._update_best_segments(range(start_epoch))  # a resumed run imitates what it had judged
         self.evaluator.plan(start_epoch, self.settings.epochs)
@@ -200,14 +209,13 @@ class Trainer:
             update = await follower.wait_for_epoch(epoch - 1, self.settings.sync_timeout_s)
             log.info("sync mode: epoch %d starts after the reward model update of epoch %d (accepted=%s)",
                      epoch, epoch - 1, update.accepted)
-        await asyncio.to_thread(self._foreach_env, "set_epoch", epoch)
         result: dict[str, Any] = {}
         start_steps = steps = self._env_steps
         episodes: list[EpisodeRecord] = []
         stats = EpisodeStats.of(episodes, self.milestone_names)
         epoch_started = time.monotonic()  # after a sync-mode wait: steps/s measure training, not waiting
         while True:
-            await self._apply_newest_model(follower)
+            await self._sync_envs(epoch, follower.newest)
             # Once the reward-model service answered an epoch, its scores are closed.
             await self._update_best_segments(list(follower.updates))
             iteration_started = time.monotonic()
@@ -250,13 +258,19 @@ class Trainer:
                 log.exception("evaluation of epoch %d failed; training goes on (zelda-rlaif eval can redo it)", epoch)
         return report, segments
 
-    async def _apply_newest_model(self, follower: RewardModelFollower) -> None:
-        newest = follower.newest
-        if newest is None or newest is self._applied_model:
+    async def _sync_envs(self, epoch: int, model: LoadedModel | None) -> None:
+        """Hand every env runner (the driver's own included: it keeps the sync for restarted runners) the epoch and
+        the newest reward model, when either changed since the last iteration."""
+        last = self._env_sync
+        if last is not None and last.epoch == epoch and model is self._applied_model:
             return
-        await asyncio.to_thread(self._foreach_env, "set_reward_model", newest.data, newest.epoch)
-        self._applied_model = newest
-        log.info("reward model of epoch %d loaded into every env", newest.epoch)
+        sync = EnvSync(epoch, model.data, model.epoch) if model is not None else EnvSync(epoch)
+        await asyncio.to_thread(self._algo.env_runner_group.foreach_env_runner,
+                                lambda runner: runner.apply_env_sync(sync))
+        self._env_sync = sync
+        if model is not None and model is not self._applied_model:
+            self._applied_model = model
+            log.info("reward model of epoch %d loaded into every env", model.epoch)
 
     async def _update_best_segments(self, judged: Iterable[int]) -> None:
         """Self-imitation: let the segments of the ``judged`` epochs not read yet compete for the kept K (an epoch

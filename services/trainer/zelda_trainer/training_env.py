@@ -17,7 +17,7 @@ from zelda_rlaif.episodes import EpisodeRecord
 from zelda_rlaif.events import SegmentExported
 from zelda_rlaif.game.env import ZeldaEnv
 from zelda_rlaif.storage import open_store
-from zelda_trainer.env_config import TrainingEnvConfig
+from zelda_trainer.env_config import EnvSync, TrainingEnvConfig
 from zelda_trainer.export import SegmentExporter
 from zelda_trainer.live import LiveStream
 
@@ -66,6 +66,8 @@ class TrainingEnv(gym.Wrapper[Any, int, Any, int]):
         self.live: LiveStream | None = None
         self.tally = EpisodeTally()
         self._finished_episodes: list[EpisodeRecord] = []  # since the driver last took them
+        self._reward_model_epoch: int | None = None  # of the model set last (None: no shaping)
+        self._epoch = config.epoch  # until the driver moves it on; an exporter opened later starts here
 
     def attach(self, worker_index: int, vector_index: int) -> None:
         """Name this env (``w<worker>v<slot>``, unique within a run) and open its exporter and live stream."""
@@ -73,7 +75,7 @@ class TrainingEnv(gym.Wrapper[Any, int, Any, int]):
         self.source_id = f"w{worker_index}v{vector_index}"
         if export is not None:
             self.exporter = SegmentExporter(export, open_store(export.store.settings()), self.source_id)
-            self.exporter.set_epoch(self.config.epoch)
+            self.exporter.set_epoch(self._epoch)
         # One env of the whole run streams to the HUD: an env of the first remote runner (or of the local one
         # when sampling happens in the driver). It hands the stream back on close, so a rebuilt env takes over.
         if live is not None and not TrainingEnv.live_stream_taken and worker_index == live.worker_index:
@@ -132,9 +134,16 @@ class TrainingEnv(gym.Wrapper[Any, int, Any, int]):
             TrainingEnv.live_stream_taken = False
         super().close()
 
-    # Called by the driver through foreach_env between training iterations.
+    # Called by the driver between training iterations (through ZeldaEnvRunner.apply_env_sync or foreach_env).
+
+    def apply_sync(self, sync: EnvSync) -> None:
+        """Move to the driver's epoch and reward model; a model already set is not loaded again."""
+        self.set_epoch(sync.epoch)
+        if sync.reward_model_epoch != self._reward_model_epoch:
+            self.set_reward_model(sync.reward_model, sync.reward_model_epoch)
 
     def set_epoch(self, epoch: int) -> None:
+        self._epoch = epoch
         if self.exporter is not None:
             self.exporter.set_epoch(epoch)
 
@@ -148,6 +157,7 @@ class TrainingEnv(gym.Wrapper[Any, int, Any, int]):
         from zelda_rlaif.reward_model.potential import Potential
 
         self.zelda.set_potential(Potential.from_bytes(model_bytes) if model_bytes is not None else None)
+        self._reward_model_epoch = model_epoch if model_bytes is not None else None
         if self.exporter is not None:
             self.exporter.reward_model_epoch = model_epoch
 
