@@ -6,15 +6,20 @@ from __future__ import annotations
 
 import asyncio
 
+import numpy as np
 import pytest
 from nats.aio.msg import Msg
 
 from zelda_rlaif.bus import Bus
 from zelda_rlaif.episodes import EpochReport
-from zelda_rlaif.events import EpochExported, LiveMetrics, SegmentExported, SegmentScored
+from zelda_rlaif.events import EpochExported, LiveMetrics, RewardModelUpdated, SegmentExported, SegmentScored
+from zelda_rlaif.reward_model.metadata import PairCounts, RewardModelMetadata
+from zelda_rlaif.reward_model.model_file import RewardModelFile
+from zelda_rlaif.reward_model.network import RewardNet
+from zelda_rlaif.reward_model.normalization import Normalization
 from zelda_rlaif.segments import StepRecord
 from zelda_rlaif.settings import NatsSettings, StoreSettings
-from zelda_rlaif.storage import keys, open_store
+from zelda_rlaif.storage import ObjectStore, keys, open_store
 from zelda_rlaif.subjects import EPOCH_EXPORTED, SEGMENT_EXPORTED
 from zelda_trainer import checkpoints
 from zelda_trainer.settings import PPOSettings, SelfImitationSettings, TrainerSettings
@@ -29,6 +34,20 @@ def small_run(run_id: str, nats: NatsSettings, store: StoreSettings, epochs: int
         export_fraction=1.0, frame_every=10, num_env_runners=2, envs_per_runner=1, live_frames=False,
         ppo=PPOSettings(train_batch_size=300, minibatch_size=100, num_epochs=2), nats=nats, store=store,
     )
+
+
+def store_accepted_model(store: ObjectStore, run_id: str, epoch: int) -> None:
+    """What the reward-model service leaves for an accepted epoch: rm.pt, then its metadata."""
+    states = np.random.default_rng(epoch).standard_normal((64, 128)).astype(np.float32)
+    net = RewardNet()
+    store.put_bytes(keys.reward_model(run_id, epoch),
+                    RewardModelFile.from_net(net, Normalization.fit(states), run_id=run_id, epoch=epoch).to_bytes())
+    event = RewardModelUpdated(run_id=run_id, epoch=epoch, accepted=True, model_epoch=epoch, pairs=10,
+                               validation_accuracy=0.9, trained_on_epochs=list(range(epoch + 1)))
+    store.put_json(keys.reward_model_metadata(run_id, epoch), RewardModelMetadata(
+        run_id=run_id, epoch=epoch, accepted=True, model_epoch=epoch, trained_on_epochs=event.trained_on_epochs,
+        segments=10, pairs=PairCounts(train_decisive=8, train_ties=0, validation_decisive=2, validation_ties=0),
+        validation_accuracy=0.9, event=event))
 
 
 async def test_two_epochs_export_checkpoint_and_resume(
@@ -104,6 +123,9 @@ async def test_two_epochs_export_checkpoint_and_resume(
 
     # Resume: the step count continues and the policy is the trained one, not a fresh random one. With
     # self-imitation on, the resumed run starts from the best segments of the epochs judged before it stopped.
+    # Shaping is on from its first sample, with the newest accepted reward model stored for the run (no
+    # reward-model service runs here: only the store can have brought it).
+    store_accepted_model(store, run_id, 1)
     judged = [s for s in segments if s.epoch == 0][:2]
     store.put_bytes(keys.epoch_scores(run_id, 0), "".join(
         SegmentScored(run_id=run_id, epoch=0, segment_id=s.segment_id, combined=0.5 + i / 10, dimensions={},
@@ -116,6 +138,11 @@ async def test_two_epochs_export_checkpoint_and_resume(
     assert resumed_trainer.best_segments is not None
     assert resumed_trainer.best_segments.data().segment_ids == (judged[-1].segment_id,)
     assert resumed.start_epoch == 2
+    resumed_segments = [s for s in segments if s.epoch == 2]
+    assert resumed_segments and all(s.reward_model_epoch == 1 for s in resumed_segments)
+    assert resumed.epochs[0].reward_model_epoch == 1
+    assert LiveMetrics.model_validate(store.get_json(keys.progress(run_id))).reward_model_epoch == 1
+    assert not {s.segment_id for s in resumed_segments} & {s.segment_id for s in segments if s.epoch < 2}
     assert resumed.epochs[0].env_steps >= summary.env_steps + 600
     saved = resumed_trainer.restored_fingerprint
     assert saved is not None and saved == pytest.approx(latest.policy_fingerprint)
