@@ -119,3 +119,22 @@ def test_a_restarted_runner_samples_only_once_restored(runner: ZeldaEnvRunner) -
     finally:
         runner._restarted = False
 
+
+
+def test_a_sample_whose_env_step_failed_is_followed_by_a_fresh_reset(runner: ZeldaEnvRunner) -> None:
+    """The runner goes out of service and RLlib restores it in the same process: it must not carry on from envs
+    left half-stepped (one env stepped, the others not) and episodes holding half a sample."""
+    runner.sample(num_timesteps=30)
+    env = runner.env.unwrapped.envs[0]  # type: ignore[union-attr]
+
+    def unreachable_store(action: int) -> Any:
+        raise OSError("the object store is unreachable")
+
+    env.step = unreachable_store
+    try:
+        with pytest.raises(RuntimeError):
+            runner.sample(num_timesteps=30)
+    finally:
+        del env.step
+    episodes = runner.sample(num_timesteps=30)
+    assert episodes and all(episode.t_started == 0 for episode in episodes)

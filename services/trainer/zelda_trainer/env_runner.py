@@ -113,7 +113,13 @@ class ZeldaEnvRunner(SingleAgentEnvRunner):
         while steps < num_timesteps:
             logits = module.action_logits(observations)
             actions, logp = sample_categorical(logits, self._action_rng)
-            results = self._try_env_step(actions)
+            try:
+                results = self._try_env_step(actions)
+            except Exception:
+                # The sample fails and RLlib takes this runner out of service until it restores it, in this same
+                # process: its next sample starts from a fresh reset, not from envs left half-stepped.
+                self._lean_observations = None
+                raise
             if results == ENV_STEP_FAILURE:
                 # RLlib's rule (it rebuilt the failed env): reset every env, drop the half-built episodes, keep the
                 # finished ones and count this sample's steps again from zero.
