@@ -25,6 +25,7 @@ until it has both weights and sync: that failure sends it through RLlib's restor
 
 from __future__ import annotations
 
+import warnings
 from typing import Any, cast
 
 import numpy as np
@@ -174,7 +175,11 @@ def _restarted_by_ray() -> bool:
     if not ray.is_initialized():
         return False
     context = ray.get_runtime_context()
-    return context.get_actor_id() is not None and bool(context.was_current_actor_reconstructed)
+    if context.get_actor_id() is None:
+        return False
+    with warnings.catch_warnings():  # the property reads Ray's own deprecated actor_id: not ours to fix
+        warnings.simplefilter("ignore", DeprecationWarning)
+        return bool(context.was_current_actor_reconstructed)
 
 
 def resync_restored_runners(*, env_runner_group: Any, env_runner_indices: list[int], **kwargs: Any) -> None:
