@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import logging
 import os
 import signal
 import subprocess
@@ -103,6 +104,7 @@ def servers(workdir: Path, s3_endpoint: str | None = None) -> Iterator[Servers]:
     if s3_endpoint is None:
         from moto.server import ThreadedMotoServer
 
+        logging.getLogger("werkzeug").setLevel(logging.ERROR)  # one line per request otherwise
         moto = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
         moto.start()
         moto_host, moto_port = moto.get_host_and_port()
