@@ -235,3 +235,31 @@ async def test_a_consumer_goes_on_after_nats_restarts(
     finally:
         stop.set()
         await bus.close()
+
+
+async def test_up_shows_which_server_it_waits_for(restartable_nats: EmbeddedNats, s3_proxy: TcpProxy) -> None:
+    """``up`` starts the services without progress bars, so its own display says when NATS or the store is away,
+    and stops saying so once they are back."""
+    from zelda_rlaif.up.servers import ServerWatch
+
+    settings = proxied_store_settings(s3_proxy)
+    store = open_store(settings, create_bucket=True)
+    bus = await Bus.connect(quick_nats(restartable_nats.url), name="up-display-test")
+    servers = ServerWatch(bus, restartable_nats.url, store, keys.progress("run-display"), every_s=0.2)
+    stop = asyncio.Event()
+    probing = asyncio.create_task(servers.probe_store(stop))
+    try:
+        assert servers.waiting() == []
+        restartable_nats.stop()
+        s3_proxy.mode = "refuse"
+        await wait_until(lambda: len(servers.waiting()) == 2, 30, "both outages are shown")
+        nats_line, store_line = servers.waiting()
+        assert nats_line.startswith(f"waiting for NATS at {restartable_nats.url}: unreachable for ")
+        assert settings.url in store_line and store_line.startswith("waiting for ")
+        restartable_nats.start()
+        s3_proxy.mode = "pass"
+        await wait_until(lambda: servers.waiting() == [], 60, "the display clears once both are back")
+    finally:
+        stop.set()
+        await asyncio.wait_for(probing, 60)
+        await bus.close()

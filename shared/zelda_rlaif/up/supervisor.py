@@ -18,10 +18,11 @@ from zelda_rlaif.episodes import EpochReport
 from zelda_rlaif.errors import ZeldaRlaifError
 from zelda_rlaif.events import JudgeKind, LiveMetrics
 from zelda_rlaif.settings import NatsSettings, StoreSettings, load_settings
-from zelda_rlaif.storage import ObjectStore, open_store
+from zelda_rlaif.storage import ObjectStore, keys, open_store
 from zelda_rlaif.up import figures
 from zelda_rlaif.up.processes import ServiceProcess, stop_together
 from zelda_rlaif.up.run_dir import SUMMARY_FILE
+from zelda_rlaif.up.servers import ServerWatch
 from zelda_rlaif.up.stopping import (
     NATS_GRACE_S,
     SERVICES_GRACE_S,
@@ -101,9 +102,10 @@ def service_processes(options: UpOptions, nats_url: str, store_url: str) -> list
     return processes
 
 
-def progress_table(options: UpOptions, watch: PipelineWatch, processes: list[ServiceProcess]) -> Table:
+def progress_table(options: UpOptions, watch: PipelineWatch, processes: list[ServiceProcess],
+                   waiting: list[str] | None = None) -> Table:
     """One row per epoch: env steps, steps/s and the finished episodes from the epoch's report once it ended (from
-    the live metrics while it runs), then the pipeline's counts."""
+    the live metrics while it runs), then the pipeline's counts; under it, the servers the run is waiting for."""
     table = Table(title=f"zelda-rlaif up: run {options.run_id}  HUD http://127.0.0.1:{options.hud_port}/")
     for column in ("epoch", "env steps", "steps/s", "episodes", "env return", "milestone score", "exported",
                    *(f"judged {kind}" for kind in JudgeKind), "scored", "scores ready", "reward model acc."):
@@ -128,6 +130,8 @@ def progress_table(options: UpOptions, watch: PipelineWatch, processes: list[Ser
         )
     down = [p.name for p in processes if not p.running]
     table.caption = f"dead letters {watch.dead_letters}" + (f"  stopped: {', '.join(down)}" if down else "")
+    if waiting:
+        table.caption += "\n" + "\n".join(f"[yellow]{line}[/]" for line in waiting)
     return table
 
 
@@ -153,6 +157,11 @@ async def supervise(options: UpOptions, nats_url: str, store_url: str, store: Ob
     processes = service_processes(options, nats_url, store_url)
     trainer = processes[-1]
     failure: str | None = None
+    servers = ServerWatch(bus, nats_url, store, keys.progress(options.run_id))
+    probing = asyncio.Event()
+    # Tasks, not awaited in the loop: while the store is away they wait, and the display must go on saying so.
+    probe = asyncio.create_task(servers.probe_store(probing))
+    reports: asyncio.Task[None] | None = None
     try:
         for process in processes:
             if not request.requested:
@@ -162,8 +171,13 @@ async def supervise(options: UpOptions, nats_url: str, store_url: str, store: Ob
             finish_deadline: float | None = None
             while not request.requested:
                 await asyncio.sleep(0.5)
-                await watch.read_reports(store)
-                live.update(progress_table(options, watch, processes))
+                gone = [t.exception() for t in (probe, reports) if t is not None and t.done() and t.exception()]
+                if gone:  # the store stayed away past its outage limit (the services stop on their own too)
+                    failure = str(gone[0])
+                    break
+                if reports is None or reports.done():
+                    reports = asyncio.create_task(watch.read_reports(store))
+                live.update(progress_table(options, watch, processes, servers.waiting()))
                 crashed = [p for p in processes if p is not trainer and not p.running]
                 if crashed:
                     failure = f"{crashed[0].name} exited with {crashed[0].returncode}; see {crashed[0].log_path}"
@@ -178,6 +192,9 @@ async def supervise(options: UpOptions, nats_url: str, store_url: str, store: Ob
                 if finish_deadline is None:
                     finish_deadline = time.monotonic() + options.finish_timeout_s
                 if watch.loop_closed(epochs):
+                    if reports is not None:
+                        await reports
+                    await watch.read_reports(store)  # the last epoch's report, for the summary
                     break
                 if time.monotonic() > finish_deadline:
                     failure = (f"training finished but the judges/reward model did not close every epoch within "
@@ -189,6 +206,10 @@ async def supervise(options: UpOptions, nats_url: str, store_url: str, store: Ob
                           "services (again to stop at once)[/]")
         # In a thread, so that the display keeps counting the events the services publish while they stop.
         await asyncio.to_thread(stop_services, processes, request)
+        probing.set()
+        for task in (probe, reports):
+            if task is not None and not task.done():
+                task.cancel()
         await asyncio.sleep(0.3)  # let the last events arrive
         await watch.stop()
         await bus.close()
