@@ -5,5 +5,6 @@ kinds: dimensions, default weights, prompt focus, rules scorer) -> ``rubric`` (w
 -> ``summary`` / ``segment_io`` / ``prompts`` and ``prompt_focus`` (what a judge sees) -> ``votes`` and
 ``backends`` (rules-v2 with the formulas of ``rule_scores``, or M votes from an OpenAI-compatible server) ->
 ``ledger`` (verdicts, combined scores and the exactly-once ``scores.ready``) -> ``service`` (consumers,
-lifespan, entry point) -> ``cli``.
+lifespan, entry point) -> ``rejudge`` (a stored epoch
+re-scored with other settings as a new scores version, no NATS) -> ``cli``.
 """

@@ -78,6 +78,22 @@ def _ids_under(prefix: str, listed: list[str], suffix: str = ".json") -> set[str
             and "/" not in k[len(prefix):]}
 
 
+def combined_score(ref: SegmentRef, verdicts: list[SegmentJudged], weights: RubricWeights) -> SegmentScored:
+    """The segment's combined score from every kind's verdict (re-judging builds its versions with it too)."""
+    dimensions: dict[str, float] = {}
+    for verdict in verdicts:
+        dimensions.update(verdict.scores)
+    return SegmentScored(
+        run_id=ref.run_id,
+        epoch=ref.epoch,
+        segment_id=ref.segment_id,
+        combined=combine(dimensions, weights),
+        dimensions=dict(sorted(dimensions.items())),
+        weights=weights.as_dict(),
+        emitted_at=max(v.emitted_at for v in verdicts),
+    )
+
+
 class ScoreLedger:
     def __init__(self, store: AsyncStore, bus: Bus, kv: KeyValue, weights: RubricWeights) -> None:
         self.store = store
@@ -135,18 +151,7 @@ class ScoreLedger:
         return [VerdictRecord.model_validate_json(raw).verdict for raw in raws]
 
     def _combine(self, ref: SegmentRef, verdicts: list[SegmentJudged]) -> SegmentScored:
-        dimensions: dict[str, float] = {}
-        for verdict in verdicts:
-            dimensions.update(verdict.scores)
-        return SegmentScored(
-            run_id=ref.run_id,
-            epoch=ref.epoch,
-            segment_id=ref.segment_id,
-            combined=combine(dimensions, self.weights),
-            dimensions=dict(sorted(dimensions.items())),
-            weights=self.weights.as_dict(),
-            emitted_at=max(v.emitted_at for v in verdicts),
-        )
+        return combined_score(ref, verdicts, self.weights)
 
     # Dead-lettered segments
 

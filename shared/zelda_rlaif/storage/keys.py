@@ -9,7 +9,10 @@ Layout (one bucket or directory; prefixes keep the original design's separation 
     scores/{run}/epoch_{N}/scored/{segment}.json
     scores/{run}/epoch_{N}/unjudged/{segment}.json          (UnjudgedRecord)
     scores/{run}/epoch_{N}/scores.jsonl
+    scores/{run}/epoch_{N}/versions/{version}/...         (a re-judged scores version: scores.jsonl, verdicts/,
+                                                          unjudged/, version.json; the keys above are the live one)
     models/{run}/reward_model/epoch_{N}/rm.pt            (+ metadata.json)
+    models/{run}/reward_model_versions/{version}/epoch_{N}/rm.pt  (+ metadata.json; trained on a scores version)
     models/{run}/checkpoints/epoch_{N}/...               (+ zelda-checkpoint.json)
     models/{run}/checkpoints/best/...                    (+ zelda-checkpoint.json)
     pipeline/{run}/progress.json
@@ -122,6 +125,52 @@ def epoch_manifest(run_id: str, epoch: int) -> str:
     return f"{epoch_scores_prefix(run_id, epoch)}epoch.json"
 
 
+# Scores versions: an epoch re-judged with other judge settings (``zelda_judge.rejudge``). They sit under
+# versions/, beside the live verdicts/, scored/ and unjudged/ prefixes, so no reader of the live keys lists them.
+
+SCORES_VERSION_PATTERN = re.compile(r"[a-z][a-z0-9._-]{0,79}")
+_RESERVED_VERSIONS = frozenset({"live"})  # the name users give the default (unversioned) scores
+
+
+def check_scores_version(version: str) -> str:
+    """``version`` if it can name a scores version; a name like ``epoch_3`` would be read as an epoch number."""
+    if (not SCORES_VERSION_PATTERN.fullmatch(version) or version in _RESERVED_VERSIONS
+            or _EPOCH_PART.match(version)):
+        raise ValueError(f"{version!r} cannot name a scores version: use 1-80 lowercase letters, digits, '.', '_' "
+                         "or '-', starting with a letter, neither 'live' nor 'epoch_<N>'")
+    return version
+
+
+def scores_versions(run_id: str, epoch: int) -> str:
+    """Every re-judged scores version of an epoch (list it to find them)."""
+    return f"{epoch_scores_prefix(run_id, epoch)}versions/"
+
+
+def scores_version_prefix(run_id: str, epoch: int, version: str) -> str:
+    return f"{scores_versions(run_id, epoch)}{check_scores_version(version)}/"
+
+
+def scores_version_manifest(run_id: str, epoch: int, version: str) -> str:
+    """What produced the version (written last: its presence means the version is complete)."""
+    return scores_version_prefix(run_id, epoch, version) + "version.json"
+
+
+def versioned_epoch_scores(run_id: str, epoch: int, version: str) -> str:
+    return scores_version_prefix(run_id, epoch, version) + "scores.jsonl"
+
+
+def versioned_verdicts(run_id: str, epoch: int, version: str) -> str:
+    return scores_version_prefix(run_id, epoch, version) + "verdicts/"
+
+
+def versioned_verdict(run_id: str, epoch: int, version: str, segment_id: str, kind: str) -> str:
+    return f"{versioned_verdicts(run_id, epoch, version)}{segment_id}/{kind}.json"
+
+
+def versioned_unjudged_segment(run_id: str, epoch: int, version: str, segment_id: str) -> str:
+    return f"{scores_version_prefix(run_id, epoch, version)}unjudged/{segment_id}.json"
+
+
 # Models
 
 
@@ -140,6 +189,20 @@ def reward_model(run_id: str, epoch: int) -> str:
 
 def reward_model_metadata(run_id: str, epoch: int) -> str:
     return reward_model_prefix(run_id, epoch) + "metadata.json"
+
+
+def versioned_reward_model_prefix(run_id: str, epoch: int, version: str) -> str:
+    """A reward model retrained on a scores version: outside ``reward_models(run)``, so the trainer's search for
+    the latest accepted model never finds it."""
+    return f"models/{run_id}/reward_model_versions/{check_scores_version(version)}/{_epoch(epoch)}/"
+
+
+def versioned_reward_model(run_id: str, epoch: int, version: str) -> str:
+    return versioned_reward_model_prefix(run_id, epoch, version) + "rm.pt"
+
+
+def versioned_reward_model_metadata(run_id: str, epoch: int, version: str) -> str:
+    return versioned_reward_model_prefix(run_id, epoch, version) + "metadata.json"
 
 
 def checkpoint(run_id: str, epoch: int) -> str:
