@@ -63,7 +63,7 @@ KINDS = [kind.value for kind in JudgeKind]
 # inference services are on), nothing in the templates.
 NEW_KIND = "example"  # a kind no values file declares
 NEW_KIND_VALUES: dict[str, Any] = {
-    "enabled": True, "replicas": 1, "minReplicas": 0, "maxReplicas": 2, "lagThreshold": 5,
+    "enabled": True, "replicas": 1, "minReplicas": 1, "maxReplicas": 2, "lagThreshold": 5,
     "activationLagThreshold": 0, "maxInFlight": 4, "model": "Qwen/Qwen2.5-7B-Instruct",
     "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}, "limits": {"memory": "256Mi"}},
 }

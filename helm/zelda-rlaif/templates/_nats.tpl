@@ -30,10 +30,26 @@
 {{- end -}}
 {{- end -}}
 
+{{/* The Secret the services read the password from. A literal bus.auth.password is rendered under the name the
+     nats dependency's server reads (nats.container.env.NATS_PASSWORD), so one Secret serves both. */}}
 {{- define "zelda.natsSecretName" -}}
 {{- if .Values.bus.auth.existingSecret -}}
 {{- .Values.bus.auth.existingSecret -}}
 {{- else if .Values.bus.auth.password -}}
-{{- include "zelda.componentName" (dict "root" . "component" "nats-auth") -}}
+{{- default (include "zelda.componentName" (dict "root" . "component" "nats-auth")) (include "zelda.natsServerSecretName" .) -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The Secret (and key) the nats dependency's server reads its password from; empty without the dependency.
+     The dependency templates its values, so this does too. */}}
+{{- define "zelda.natsServerSecretName" -}}
+{{- if .Values.nats.enabled -}}
+{{- tpl (dig "container" "env" "NATS_PASSWORD" "valueFrom" "secretKeyRef" "name" "" .Values.nats) . -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "zelda.natsServerSecretKey" -}}
+{{- if .Values.nats.enabled -}}
+{{- tpl (dig "container" "env" "NATS_PASSWORD" "valueFrom" "secretKeyRef" "key" "" .Values.nats) . -}}
 {{- end -}}
 {{- end -}}

@@ -9,7 +9,15 @@ metadata:
     {{- include "zelda.componentLabels" (dict "root" $root "component" "trainer") | nindent 4 }}
     zelda-rlaif/ray-group: {{ .group }}
 spec:
+  {{- if and (eq .group "head") (include "zelda.rayAutoscaling" $root) }}
+  # KubeRay runs the Ray autoscaler as a sidecar of the head: it reads pods and patches the RayCluster's
+  # replicas through the API server, with the token of its own ServiceAccount (serviceaccount.yaml).
+  serviceAccountName: {{ include "zelda.rayAutoscalerName" $root }}
+  automountServiceAccountToken: true
+  {{- else }}
   serviceAccountName: {{ include "zelda.serviceAccountName" $root }}
+  automountServiceAccountToken: false
+  {{- end }}
   {{- with include "zelda.imagePullSecrets" $root }}
   {{- . | nindent 2 }}
   {{- end }}
@@ -68,13 +76,23 @@ spec:
   {{- end }}
 {{- end -}}
 
+{{/* "true" when KubeRay adds the Ray autoscaler to the head pod (never with Kueue, which reserves a fixed quota). */}}
+{{- define "zelda.rayAutoscaling" -}}
+{{- $t := .Values.trainer -}}
+{{- if and $t.enabled $t.autoscaling.enabled (not $t.kueue.enabled) -}}true{{- end -}}
+{{- end -}}
+
+{{- define "zelda.rayAutoscalerName" -}}
+{{- include "zelda.componentName" (dict "root" . "component" "ray-autoscaler") -}}
+{{- end -}}
+
 {{/* The RayCluster spec, shared by the standalone RayCluster (mode cluster) and the RayJob (mode job). */}}
 {{- define "zelda.rayClusterSpec" -}}
 {{- $t := .Values.trainer -}}
 {{- $image := include "zelda.image" (dict "root" . "image" $t.image) -}}
 rayVersion: {{ $t.rayVersion | quote }}
-enableInTreeAutoscaling: {{ and $t.autoscaling.enabled (not $t.kueue.enabled) }}
-{{- if and $t.autoscaling.enabled (not $t.kueue.enabled) }}
+enableInTreeAutoscaling: {{ eq (include "zelda.rayAutoscaling" .) "true" }}
+{{- if include "zelda.rayAutoscaling" . }}
 autoscalerOptions:
   upscalingMode: {{ $t.autoscaling.upscalingMode }}
   idleTimeoutSeconds: {{ $t.autoscaling.idleTimeoutSeconds }}
