@@ -78,14 +78,24 @@ def _observations_or_reason(
 
 
 def load_window(
-    store: ObjectStore, run_id: str, epoch: int, earlier_epochs: int, workers: int = 8
+    store: ObjectStore, run_id: str, epoch: int, earlier_epochs: int, workers: int = 8,
+    scores_version: str | None = None,
 ) -> ScoredSegments:
-    """Scores of ``epoch`` and up to ``earlier_epochs`` before it, with every usable segment's states."""
+    """Scores of ``epoch`` and up to ``earlier_epochs`` before it, with every usable segment's states.
+
+    ``scores_version``: read that re-judged version of every epoch instead of the live scores; an earlier epoch
+    without it is left out of the window (never mixed with live scores, which rank by other settings).
+    """
     scored: dict[str, SegmentScored] = {}
     seen_epochs: list[int] = []
     for e in window(epoch, earlier_epochs):
-        scores = read_epoch_scores(store, run_id, e)
+        scores = read_epoch_scores(store, run_id, e, version=scores_version)
         if scores is None:
+            if e == epoch and scores_version is not None:
+                raise DatasetError(
+                    f"run {run_id} epoch {e} has no scores version {scores_version!r} in {store.url}; make it with "
+                    f"zelda-rlaif judge --rejudge {run_id} --epoch {e} --version {scores_version}"
+                )
             if e == epoch:
                 raise DatasetError(
                     f"{keys.epoch_scores(run_id, e)} is missing in {store.url}; the judge writes it before "

@@ -1,12 +1,14 @@
 """One ``scores.ready``: train on the epoch's window, keep the model or the previous one, save, describe.
 
 Synchronous (object store and torch); the service runs it in a worker thread. Idempotent: the epoch's
-``metadata.json`` is written last and, once present, is the answer to every later delivery.
+``metadata.json`` is written last and, once present, is the answer to every later delivery. ``train_epoch``
+is the part without storage, shared with retraining on a re-judged scores version (``retrain``).
 """
 
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -51,7 +53,27 @@ def update_reward_model(store: ObjectStore, settings: RewardModelSettings, ready
         log.info("epoch %d was already processed (accepted=%s); republishing its result", epoch, existing.accepted)
         return existing.event
 
-    data = load_window(store, run_id, epoch, settings.window_epochs, settings.load_workers)
+    outcome = train_epoch(store, settings, run_id, epoch)
+    if outcome.blob is not None:
+        store.put_bytes(keys.reward_model(run_id, epoch), outcome.blob)
+    else:
+        # A model file left by an interrupted earlier attempt must not look current.
+        store.delete(keys.reward_model(run_id, epoch))
+    store.put_json(keys.reward_model_metadata(run_id, epoch), outcome.metadata)
+    return outcome.metadata.event
+
+
+@dataclass(frozen=True)
+class Outcome:
+    metadata: RewardModelMetadata  # its ``event`` is what the service publishes
+    blob: bytes | None  # the model file, when accepted
+
+
+def train_epoch(store: ObjectStore, settings: RewardModelSettings, run_id: str, epoch: int,
+                scores_version: str | None = None) -> Outcome:
+    """Train on the epoch's window (live scores, or a re-judged ``scores_version``) and judge the result; stores
+    nothing, so the live update and a retraining (``zelda_reward_model.retrain``) decide where it goes."""
+    data = load_window(store, run_id, epoch, settings.window_epochs, settings.load_workers, scores_version)
     split = build_preferences(
         data.combined,
         margin=settings.preference_margin,
@@ -103,12 +125,7 @@ def update_reward_model(store: ObjectStore, settings: RewardModelSettings, ready
             )
 
     accepted = blob is not None and not reason
-    if accepted:
-        assert blob is not None
-        store.put_bytes(keys.reward_model(run_id, epoch), blob)
-    else:
-        # A model file left by an interrupted earlier attempt must not look current.
-        store.delete(keys.reward_model(run_id, epoch))
+    if not accepted:
         log.warning("epoch %d: previous reward model kept: %s", epoch, reason)
 
     update = RewardModelUpdated(
@@ -121,11 +138,10 @@ def update_reward_model(store: ObjectStore, settings: RewardModelSettings, ready
         trained_on_epochs=data.trained_on_epochs,
         reason=reason,
     )
-    metadata = _metadata(settings, update, data, split, trained, rewards)
-    store.put_json(keys.reward_model_metadata(run_id, epoch), metadata)
+    metadata = _metadata(settings, update, data, split, trained, rewards, scores_version)
     log.info("epoch %d: reward model %s (validation accuracy %s)", epoch,
              "accepted" if accepted else "rejected", "n/a" if accuracy is None else f"{accuracy:.3f}")
-    return update
+    return Outcome(metadata, blob if accepted else None)
 
 
 def _metadata(
@@ -135,6 +151,7 @@ def _metadata(
     split: PreferenceSplit,
     trained: TrainedModel | None,
     rewards: dict[str, float],
+    scores_version: str | None,
 ) -> RewardModelMetadata:
     curve = [] if trained is None else [
         PassRecord(index=s.index, train_loss=s.train_loss, train_accuracy=s.train.accuracy,
@@ -148,6 +165,7 @@ def _metadata(
         reason=update.reason,
         model_epoch=update.model_epoch,
         trained_on_epochs=update.trained_on_epochs,
+        scores_version=scores_version,
         segments=len(data),
         validation_segments=[s for s, held in zip(data.segment_ids, split.held_out, strict=True) if held],
         skipped_segments=data.skipped,

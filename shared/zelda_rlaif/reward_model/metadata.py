@@ -51,6 +51,7 @@ class RewardModelMetadata(BaseModel):
     reason: str = ""
     model_epoch: int | None = Field(description="epoch whose model is current after this one")
     trained_on_epochs: list[int]
+    scores_version: str | None = Field(None, description="the re-judged scores version trained on; None: live scores")
     segments: int = Field(ge=0, description="segments with scores and states that took part")
     validation_segments: list[str] = Field(default_factory=list)
     skipped_segments: dict[str, str] = Field(default_factory=dict, description="segment id -> why it was left out")
