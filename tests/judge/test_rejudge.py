@@ -132,3 +132,15 @@ def test_invalid_votes_leave_segments_unjudged_never_scored(
             keys.versioned_unjudged_segment(run_id, 0, "prose", f"seg-000-{i:04d}")))
         assert list(record.reasons) == ["puzzle"] and "no valid vote" in record.reasons["puzzle"].reason
         assert not file_store.exists(keys.versioned_verdict(run_id, 0, "prose", f"seg-000-{i:04d}", "puzzle"))
+
+
+def test_an_interrupted_version_is_cleared_and_redone(file_store: ObjectStore, run_id: str) -> None:
+    write_live_epoch(file_store, run_id, 0, 2)
+    stale = keys.versioned_unjudged_segment(run_id, 0, "again", "seg-000-0001")  # left by a crash: no version.json
+    file_store.put_bytes(stale, b"{}")
+
+    assert main(["judge", "--rejudge", run_id, "--epoch", "0", "--version", "again"]) == 0
+
+    assert not file_store.exists(stale)
+    manifest = read_scores_version(file_store, run_id, 0, "again")
+    assert manifest is not None and (manifest.scored, manifest.unjudged) == (2, 0)

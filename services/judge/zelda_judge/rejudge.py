@@ -10,7 +10,8 @@ Where a version lives (keys in ``zelda_rlaif.storage.keys``), under ``scores/{ru
 - ``scores.jsonl``: one ``SegmentScored`` per line, sorted by segment id, in the live file's format
   (``zelda_rlaif.scores.read_epoch_scores(store, run, epoch, version=...)`` reads it);
 - ``version.json``: the ``ScoresVersionManifest`` (settings without secrets, time, counts, Spearman against
-  live), written last: a version without it is an interrupted attempt, which the next run overwrites.
+  live), written last: a version without it is an interrupted attempt, which the next run of that name
+  clears and redoes.
 
 The live scores (``verdicts/``, ``scored/``, ``unjudged/``, ``scores.jsonl`` of the epoch) are the default,
 unnamed version and are never written here; every reader of them (HUD, replay, the trainer's self-imitation,
@@ -161,6 +162,15 @@ def stored_segment_ids(store: ObjectStore, run_id: str, epoch: int) -> list[str]
     raise RejudgeError(f"run {run_id} has no stored segments in {store.url}; check the run id and ZELDA_STORE_URL")
 
 
+def _clear_interrupted(store: ObjectStore, prefix: str) -> None:
+    """Remove what an interrupted attempt at this version left, so no stale verdict or unjudged record stays."""
+    stale = list(store.list(prefix))
+    if stale:
+        log.warning("removing %d objects of an interrupted earlier attempt under %s", len(stale), prefix)
+    for key in stale:
+        store.delete(key)
+
+
 class _Rejudge:
     def __init__(self, store: AsyncStore, run_id: str, epoch: int, version: str,
                  backends: Mapping[JudgeKind, JudgeBackend], concurrency: Mapping[JudgeKind, int]) -> None:
@@ -169,6 +179,8 @@ class _Rejudge:
         self.backends = backends
         self.reader = SegmentReader(store)
         self.slots = {kind: asyncio.Semaphore(n) for kind, n in concurrency.items()}
+        self.done = 0
+        self.total = 0
 
     async def verdict(self, ref: SegmentRef, kind: JudgeKind) -> VerdictRecord | str:
         """The kind's verdict of the segment (new, or live when the kind is not re-judged), or why there is none."""
@@ -205,6 +217,9 @@ class _Rejudge:
         kinds = list(JudgeKind)
         outcomes = await asyncio.gather(*(self.verdict(ref, kind) for kind in kinds))
         failed = {kind.value: why for kind, why in zip(kinds, outcomes, strict=True) if isinstance(why, str)}
+        self.done += 1
+        if self.done == self.total or self.done % max(1, self.total // 10) == 0:  # an LLM epoch can take hours
+            log.info("re-judged %d of %d segments", self.done, self.total)
         if failed:
             await self.store.put_json(
                 keys.versioned_unjudged_segment(self.run_id, self.epoch, self.version, segment_id),
@@ -232,6 +247,7 @@ async def rejudge(store: ObjectStore, run_id: str, epoch: int, settings: Mapping
         raise RejudgeError(f"scores version {name} of run {run_id} epoch {epoch} exists already (written "
                            f"{existing.created_at:%Y-%m-%d %H:%M} UTC); pass --version with another name")
     segment_ids = await asyncio.to_thread(stored_segment_ids, store, run_id, epoch)
+    await asyncio.to_thread(_clear_interrupted, store, keys.scores_version_prefix(run_id, epoch, name))
     log.info("re-judging %d segments of run %s epoch %d as version %s", len(segment_ids), run_id, epoch, name)
 
     backends = {kind: make_backend(s, JudgeMetrics(kind.value)) for kind, s in settings.items()}
@@ -241,6 +257,7 @@ async def rejudge(store: ObjectStore, run_id: str, epoch: int, settings: Mapping
             await backend.probe()
         job = _Rejudge(astore, run_id, epoch, name, backends,
                        {kind: segment_concurrency(settings[kind], b) for kind, b in backends.items()})
+        job.total = len(segment_ids)
         results = await asyncio.gather(*(job.segment(sid, weights) for sid in segment_ids))
     finally:
         for backend in backends.values():
