@@ -24,6 +24,13 @@ SETTINGS_CLASSES = {
     "trainer": ("zelda_trainer.settings", "TrainerSettings"),
 }
 
+# Classes that code other than a service's settings class reads straight from the environment (each env runner
+# reads the guidance LLM's key itself, so it is never shipped in the env config): the service whose containers
+# must carry their variables.
+DIRECT_SETTINGS_CLASSES = {
+    "trainer": (("zelda_rlaif.game.guidance.config", "GuidanceSecrets"),),
+}
+
 
 @cache
 def _parser() -> argparse.ArgumentParser:
@@ -65,6 +72,16 @@ def known_env_vars() -> frozenset[str]:
     for module, class_name in SETTINGS_CLASSES.values():
         if not _importable(module):
             continue
+        names |= _settings_env(getattr(importlib.import_module(module), class_name))
+    for service in DIRECT_SETTINGS_CLASSES:
+        names |= direct_env_vars(service)
+    return frozenset(names)
+
+
+def direct_env_vars(service: str) -> frozenset[str]:
+    """The variables that ``service``'s code reads straight from the environment (DIRECT_SETTINGS_CLASSES)."""
+    names: set[str] = set()
+    for module, class_name in DIRECT_SETTINGS_CLASSES.get(service, ()):
         names |= _settings_env(getattr(importlib.import_module(module), class_name))
     return frozenset(names)
 

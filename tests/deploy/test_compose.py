@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from tests.deploy.chart import ROOT
-from tests.deploy.contracts import check_command, known_env_vars
+from tests.deploy.contracts import DIRECT_SETTINGS_CLASSES, check_command, direct_env_vars, known_env_vars
 from zelda_rlaif.errors import SettingsError
 from zelda_rlaif.events import JudgeKind
 from zelda_rlaif.settings import NatsSettings, StoreSettings, load_settings
@@ -146,6 +146,18 @@ def test_every_zelda_variable_is_a_real_setting(project: dict[str, Any]) -> None
     for name, service in project["services"].items():
         unknown = {key for key in service.get("environment", {}) if key.startswith("ZELDA_")} - known
         assert not unknown, f"{name} sets variables no settings class reads: {unknown}"
+
+
+def test_variables_read_outside_the_settings_classes_are_passed_on(project: dict[str, Any]) -> None:
+    # Compose passes only the variables a service lists: one read by other code (the env runners' guidance
+    # key) must be listed too, unset unless .env sets it, and documented in .env.example.
+    documented = ENV_EXAMPLE.read_text()
+    for service in DIRECT_SETTINGS_CLASSES:
+        environment = project["services"][service]["environment"]
+        for name in direct_env_vars(service):
+            assert name in environment, f"{service} does not pass {name} from .env"
+            assert environment[name] is None, f"{name} is a secret: it comes from .env or not at all"
+            assert f"# {name}=" in documented, f".env.example does not mention {name}"
 
 
 @pytest.mark.parametrize("profile", ["llm", "llm-cpu"])
