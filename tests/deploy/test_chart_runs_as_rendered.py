@@ -25,6 +25,7 @@ from tests.deploy.chart import (
     Manifest,
     containers,
     deep_merge,
+    env_map,
     lintable_copy,
     named,
     of_kind,
@@ -33,6 +34,7 @@ from tests.deploy.chart import (
     render,
     values_file,
 )
+from tests.deploy.contracts import direct_env_vars
 from tests.deploy.test_helm_chart import NO_DEPS, SCENARIOS
 from zelda_rlaif.settings import PLACEHOLDER_SECRETS
 
@@ -390,3 +392,21 @@ def test_keda_scaled_judges_keep_one_replica(rendered: dict[str, list[Manifest]]
     with pytest.raises(helm_python.HelmRenderError, match=re.escape("judges.kinds.vision.minReplicas is 0")):
         render({"judges": {"kinds": {"vision": {"minReplicas": 0}}}})
     render({"judges": {"autoscaling": {"mode": "none"}, "kinds": {"vision": {"minReplicas": 0}}}})
+
+
+# --- Also: secrets read outside the settings classes reach the containers that read them -------------------
+
+
+def test_the_guidance_llm_key_reaches_every_ray_container() -> None:
+    # Each env runner reads the guidance LLM's key from its own environment (never from the env config), so it
+    # must be on every Ray container, workers included.
+    secret = {"name": "zelda-rlaif-guidance", "key": "api-key"}
+    for values, expected in (({}, None), ({"trainer": {"guidanceLlm": {"existingSecret": secret["name"]}}}, secret)):
+        ray = [container for manifest in render(values) for where, pod in pod_specs(manifest)
+               if not where.endswith("/submitter") for container in containers(pod)
+               if "ZELDA_TRAINER_RUN_ID" in env_map(container)]
+        assert len(ray) >= 2
+        for container in ray:
+            for name in direct_env_vars("trainer"):
+                found = env_map(container).get(name)
+                assert (found and found["secretKeyRef"]) == expected, (container["name"], name)

@@ -61,6 +61,13 @@
   value: {{ printf "/roms/%s" .Values.trainer.rom.stateFile | quote }}
 {{- end }}
 {{- end }}
+{{- with .Values.trainer.guidanceLlm.existingSecret }}
+- name: ZELDA_GUIDANCE_LLM_API_KEY
+  valueFrom:
+    secretKeyRef:
+      name: {{ . }}
+      key: {{ $.Values.trainer.guidanceLlm.apiKeyKey }}
+{{- end }}
 {{- if not .Values.trainer.rayTokenAuth }}
 - name: RAY_AUTH_MODE
   value: disabled
