@@ -7,7 +7,8 @@ if [ ! -x "$VENV/bin/python" ]; then
   python3.11 -m venv "$VENV" 2>/dev/null || python3 -m venv "$VENV"
 fi
 "$VENV/bin/python" -m pip install --quiet --upgrade pip
-"$VENV/bin/python" -m pip install --quiet -e "$ROOT${ZELDA_EXTRAS:-}"
+# `all`: everything `zelda-rlaif up` runs in one process (the bare install is what every service image shares).
+"$VENV/bin/python" -m pip install --quiet -e "$ROOT${ZELDA_EXTRAS:-[all]}"
 export PATH="$VENV/bin:$PATH"
 # Two cores: torch's default thread pool makes small-MLP work many times slower across processes.
 export OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}"

@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 from PIL import Image, ImageSequence
 
-from tests.deploy.imports import internal_modules, third_party_imports
 from tests.support.segments import write_segment
 from zelda_rlaif.cli import main
 from zelda_rlaif.events import JudgeKind
@@ -60,9 +59,3 @@ def test_a_directory_up_did_not_make_is_refused(tmp_path: Path, capsys: pytest.C
     assert main(["replay", str(tmp_path), "seg"]) == 2
     assert "pass the run id with --run-id" in capsys.readouterr().err
 
-
-def test_replays_need_nothing_the_hud_image_leaves_out() -> None:
-    """The HUD serves replays: every import replays can execute must be in its slim image."""
-    modules = [name for name in internal_modules() if name.startswith("zelda_rlaif.replay")]
-    assert "zelda_rlaif.replay.api" in modules
-    assert not third_party_imports(modules, []) & {"torch", "ray", "pyboy", "gymnasium", "numba"}
