@@ -161,6 +161,12 @@ async def test_judge_extra_alone_serves_healthz(install: Callable[[str], Path], 
                                                 tmp_path: Path) -> None:
     bin_dir = install("judge")
     check_slim_install(bin_dir, "judge", tmp_path)
+    # `up` needs every service: in a slim install it says what to install, before anything starts.
+    up = await asyncio.to_thread(subprocess.run, [str(bin_dir / "zelda-rlaif"), "up", "--run-dir",
+                                                  str(tmp_path / "run")],
+                                 capture_output=True, text=True, env=clean_env(), timeout=120, check=False)
+    assert up.returncode == 2 and "pip install 'zelda-rlaif[all]'" in up.stderr + up.stdout
+    assert "Traceback" not in up.stderr and not (tmp_path / "run").exists()
     await provisioned(private_nats)
     port = free_port()
     env = clean_env(ZELDA_NATS_URL=private_nats.url, ZELDA_STORE_URL=(tmp_path / "store").as_uri(),

@@ -73,7 +73,21 @@ def shaping_flags(args: argparse.Namespace) -> tuple[str, ...]:
     return tuple(words)
 
 
+def require_every_service() -> None:
+    """``up`` runs every service in this environment: a slim install (one service's extra, as in its image) gets a
+    sentence saying what to install, not a ModuleNotFoundError from deep inside the trainer."""
+    from importlib.util import find_spec
+
+    from zelda_rlaif.errors import SettingsError
+
+    missing = [name for name in ("torch", "ray", "pyboy", "gymnasium", "fastapi") if find_spec(name) is None]
+    if missing:
+        raise SettingsError(f"zelda-rlaif up runs every service here and this environment lacks {', '.join(missing)}: "
+                            "install them with pip install 'zelda-rlaif[all]' (or run scripts/up)")
+
+
 def run(args: argparse.Namespace) -> int:
+    require_every_service()  # first: what follows imports the trainer
     from zelda_rlaif.errors import SettingsError
     from zelda_rlaif.up.checks import check_flags
     from zelda_rlaif.up.lock import RunDirLock
