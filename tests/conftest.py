@@ -49,6 +49,15 @@ def private_nats(tmp_path: Path) -> Iterator[EmbeddedNats]:
 
 
 @pytest.fixture
+async def private_bus(private_nats: EmbeddedNats) -> AsyncIterator[Bus]:
+    """A provisioned connection to the test's own NATS server (``private_nats``)."""
+    connection = await Bus.connect(NatsSettings(url=private_nats.url), name="pytest-private")
+    await connection.provision()
+    yield connection
+    await connection.close()
+
+
+@pytest.fixture
 def openai_server() -> Iterator[Callable[..., OpenAIServer]]:
     """``openai_server(**options)`` starts an OpenAI-protocol test server (see tests/support/openai_server.py);
     every one started is stopped after the test."""

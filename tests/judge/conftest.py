@@ -12,19 +12,10 @@ import pytest
 from tests.support.openai_server import OpenAIServer
 from zelda_judge.service import serve
 from zelda_judge.settings import JudgeSettings
-from zelda_rlaif.bus import Bus
 from zelda_rlaif.embedded_nats import EmbeddedNats
 from zelda_rlaif.events import JudgeKind
 from zelda_rlaif.settings import NatsSettings, StoreSettings
 from zelda_rlaif.storage import ObjectStore, open_store
-
-
-@pytest.fixture
-async def jbus(private_nats: EmbeddedNats) -> AsyncIterator[Bus]:
-    bus = await Bus.connect(NatsSettings(url=private_nats.url), name="pytest-judge")
-    await bus.provision()
-    yield bus
-    await bus.close()
 
 
 @pytest.fixture

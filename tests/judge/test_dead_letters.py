@@ -39,7 +39,7 @@ async def dead_letters_settled(bus: Bus, at_least: int) -> bool:
 
 
 async def test_an_invalid_segment_event_never_counts_in_an_epoch(
-        jbus: Bus, store: ObjectStore, run_id: str, judge_settings: SettingsFactory) -> None:
+        private_bus: Bus, store: ObjectStore, run_id: str, judge_settings: SettingsFactory) -> None:
     events, announced = write_epoch(store, run_id=run_id, epoch=1, segments=2)
     first, second = events
     # Both name this run's epoch 1: one a segment that does not exist, one the real second segment in a schema
@@ -47,27 +47,27 @@ async def test_an_invalid_segment_event_never_counts_in_an_epoch(
     forged = {"run_id": run_id, "epoch": 1, "segment_id": "forged"}
     wrong_version = {**second.model_dump(mode="json"), "schema_version": 1}
     async with running(*one_per_kind(judge_settings)):
-        await jbus.publish(EPOCH_EXPORTED, announced)
-        await jbus.publish(SEGMENT_EXPORTED, first)
+        await private_bus.publish(EPOCH_EXPORTED, announced)
+        await private_bus.publish(SEGMENT_EXPORTED, first)
         for payload in (forged, wrong_version):
-            await jbus.js.publish(SEGMENT_EXPORTED.subject, json.dumps(payload).encode())
+            await private_bus.js.publish(SEGMENT_EXPORTED.subject, json.dumps(payload).encode())
         await wait_until(lambda: store.exists(keys.scored_segment(run_id, 1, first.segment_id)), what="first scored")
-        await wait_until(lambda: dead_letters_settled(jbus, at_least=2 * len(JudgeKind)),
+        await wait_until(lambda: dead_letters_settled(private_bus, at_least=2 * len(JudgeKind)),
                          what="every kind's dead letters recorded")
         await asyncio.sleep(0.3)  # a close, if one were coming, is published by now
 
         assert list(store.list(keys.unjudged_segments(run_id, 1))) == []
         assert not store.exists(keys.epoch_scores(run_id, 1))
-        assert not await _closed(jbus, run_id, 1)
-        assert [e for e in await stored_events(jbus, SCORES_READY) if e.run_id == run_id] == []
+        assert not await _closed(private_bus, run_id, 1)
+        assert [e for e in await stored_events(private_bus, SCORES_READY) if e.run_id == run_id] == []
 
-        await jbus.publish(SEGMENT_EXPORTED, second)  # the real one closes the epoch, with both scored
+        await private_bus.publish(SEGMENT_EXPORTED, second)  # the real one closes the epoch, with both scored
         await wait_until(lambda: store.exists(keys.epoch_scores(run_id, 1)), what="scores.jsonl")
 
-    (ready,) = [e for e in await stored_events(jbus, SCORES_READY) if e.run_id == run_id]
+    (ready,) = [e for e in await stored_events(private_bus, SCORES_READY) if e.run_id == run_id]
     assert (ready.segments_scored, ready.segments_unjudged) == (2, 0)
     # The invalid events are still there to read, as dead letters of every kind, with their salvaged ids.
-    letters = [letter for letter in await stored_events(jbus, DEAD_LETTER, stream=DEADLETTER_STREAM)
+    letters = [letter for letter in await stored_events(private_bus, DEAD_LETTER, stream=DEADLETTER_STREAM)
                if letter.run_id == run_id]
     assert sorted((letter.consumer, letter.segment_id) for letter in letters) == sorted(
         (f"judge-{kind.value}", segment) for kind in JudgeKind for segment in ("forged", second.segment_id))

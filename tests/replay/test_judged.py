@@ -28,12 +28,12 @@ def distinct_votes(body: dict[str, Any], index: int, seed: int | None) -> str:
 
 
 async def test_a_judged_segment_replays_with_every_vote_and_its_combined_score(
-        jbus: Bus, store: ObjectStore, llm: OpenAIServer, run_id: str, judge_settings: SettingsFactory) -> None:
+        private_bus: Bus, store: ObjectStore, llm: OpenAIServer, run_id: str, judge_settings: SettingsFactory) -> None:
     event = write_segment(store, run_id=run_id, epoch=0, segment_id="judged", scenario="dialog", steps=100,
                           frame_every=10)
     llm.responder = distinct_votes
     async with running(*one_per_kind(judge_settings, state={"backend": "openai", "votes": 3})):
-        await jbus.publish(SEGMENT_EXPORTED, event)
+        await private_bus.publish(SEGMENT_EXPORTED, event)
         await wait_until(lambda: store.exists(keys.scored_segment(run_id, 0, "judged")), what="the combined score")
 
     replay = load_replay(store, run_id, "judged")

@@ -9,31 +9,19 @@ import asyncio
 import base64
 import hashlib
 import json
-from collections.abc import AsyncIterator
 from datetime import timedelta
 from pathlib import Path
 
-import pytest
 from pydantic import field_validator
 
 from tests.support.streams import catch_live
 from tests.support.waiting import wait_until
 from zelda_rlaif.bus import Bus, Delivery, InvalidMessage, Router, run_consumer
 from zelda_rlaif.bus.consumer import dead_letter_payload, embeddable
-from zelda_rlaif.embedded_nats import EmbeddedNats
 from zelda_rlaif.events import EpochExported, Event
-from zelda_rlaif.settings import NatsSettings
 from zelda_rlaif.storage import ObjectStore, keys
 from zelda_rlaif.storage.file import FileStore
 from zelda_rlaif.subjects import DEAD_LETTER, EPOCH_EXPORTED, PIPELINE_STREAM, ConsumerSpec, Topic
-
-
-@pytest.fixture
-async def own_bus(private_nats: EmbeddedNats) -> AsyncIterator[Bus]:
-    bus = await Bus.connect(NatsSettings(url=private_nats.url), name="pytest-consumer-faults")
-    await bus.provision()
-    yield bus
-    await bus.close()
 
 
 def spec(name: str, *, max_deliver: int = 3, backoff_s: float = 0.05) -> ConsumerSpec[EpochExported]:
@@ -56,23 +44,23 @@ class Handled:
 
 
 async def test_nested_and_oversized_payloads_are_dead_lettered_and_consuming_goes_on(
-        own_bus: Bus, tmp_path: Path, run_id: str) -> None:
+        private_bus: Bus, tmp_path: Path, run_id: str) -> None:
     store = FileStore(tmp_path / "store")
     # json.loads raises RecursionError on this (it is not a ValueError); pydantic refuses it as too deep.
     nested = b'{"run_id": "' + run_id.encode() + b'", "epoch": 1, "x": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
     # Valid JSON with salvageable ids, invalid as an EpochExported, and too large to travel base64 in a letter.
     oversized = json.dumps({"run_id": run_id, "epoch": 2, "segments_exported": 1, "env_steps": 1, "episodes": 1,
                             "padding": "x" * 900_000}).encode()
-    assert embeddable(nested, own_bus.nc.max_payload) and not embeddable(oversized, own_bus.nc.max_payload)
+    assert embeddable(nested, private_bus.nc.max_payload) and not embeddable(oversized, private_bus.nc.max_payload)
 
-    dead = await catch_live(own_bus, DEAD_LETTER)
+    dead = await catch_live(private_bus, DEAD_LETTER)
     handled = Handled()
     stop = asyncio.Event()
-    task = asyncio.create_task(run_consumer(own_bus, spec("faults"), handled, stop, store=store))
+    task = asyncio.create_task(run_consumer(private_bus, spec("faults"), handled, stop, store=store))
     try:
-        await own_bus.js.publish(EPOCH_EXPORTED.subject, nested)
-        await own_bus.js.publish(EPOCH_EXPORTED.subject, oversized)
-        await own_bus.publish(EPOCH_EXPORTED, epoch_event(run_id, 3))
+        await private_bus.js.publish(EPOCH_EXPORTED.subject, nested)
+        await private_bus.js.publish(EPOCH_EXPORTED.subject, oversized)
+        await private_bus.publish(EPOCH_EXPORTED, epoch_event(run_id, 3))
         await wait_until(lambda: len(dead.events) == 2 and handled.epochs == [3], what="2 dead letters, then epoch 3")
     finally:
         stop.set()
@@ -89,7 +77,7 @@ async def test_nested_and_oversized_payloads_are_dead_lettered_and_consuming_goe
     assert store.get_bytes(large.payload_key) == oversized
     assert await dead_letter_payload(large, store) == oversized
     assert (large.run_id, large.epoch) == (run_id, 2) and "padding" in large.reason
-    assert len(large.reason) <= 4000 and len(large.model_dump_json()) < own_bus.nc.max_payload
+    assert len(large.reason) <= 4000 and len(large.model_dump_json()) < private_bus.nc.max_payload
 
 
 class Fragile(Event):
@@ -116,7 +104,7 @@ def test_router_routes_any_decoding_failure_to_on_invalid() -> None:
     assert message.errors(limit=1)[0]["type"] == "undecodable"
 
 
-async def test_a_validator_raising_anything_is_dead_lettered(own_bus: Bus, tmp_path: Path) -> None:
+async def test_a_validator_raising_anything_is_dead_lettered(private_bus: Bus, tmp_path: Path) -> None:
     fragile = Topic(EPOCH_EXPORTED.subject, Fragile)
     consumer: ConsumerSpec[Fragile] = ConsumerSpec("fragile", PIPELINE_STREAM, fragile, fragile.subject,
                                                    max_deliver=3, backoff=(timedelta(milliseconds=50),))
@@ -125,12 +113,12 @@ async def test_a_validator_raising_anything_is_dead_lettered(own_bus: Bus, tmp_p
     async def handler(event: Fragile, delivery: Delivery) -> None:
         handled.append(event.x)
 
-    dead = await catch_live(own_bus, DEAD_LETTER)
+    dead = await catch_live(private_bus, DEAD_LETTER)
     stop = asyncio.Event()
-    task = asyncio.create_task(run_consumer(own_bus, consumer, handler, stop, store=FileStore(tmp_path / "store")))
+    task = asyncio.create_task(run_consumer(private_bus, consumer, handler, stop, store=FileStore(tmp_path / "store")))
     try:
-        await own_bus.js.publish(fragile.subject, b'{"x": 13}')
-        await own_bus.js.publish(fragile.subject, b'{"x": 14}')
+        await private_bus.js.publish(fragile.subject, b'{"x": 13}')
+        await private_bus.js.publish(fragile.subject, b'{"x": 14}')
         await wait_until(lambda: len(dead.events) == 1 and handled == [14], what="a dead letter, then x=14")
     finally:
         stop.set()
@@ -140,7 +128,7 @@ async def test_a_validator_raising_anything_is_dead_lettered(own_bus: Bus, tmp_p
     assert "TypeError: 13 breaks this validator" in letter.reason and letter.payload == b'{"x": 13}'
 
 
-async def test_a_failing_store_leaves_the_message_to_be_redelivered(own_bus: Bus, tmp_path: Path,
+async def test_a_failing_store_leaves_the_message_to_be_redelivered(private_bus: Bus, tmp_path: Path,
                                                                    run_id: str) -> None:
     """Nothing is lost: a payload that cannot be stored is not terminated, and a later delivery dead-letters it."""
     root = tmp_path / "store"
@@ -148,24 +136,24 @@ async def test_a_failing_store_leaves_the_message_to_be_redelivered(own_bus: Bus
     (root / "deadletters").write_bytes(b"a file where the dead-letter directory must go")  # every put fails
     oversized = json.dumps({"run_id": run_id, "epoch": 6, "padding": base64.b64encode(b"\0" * 700_000).decode()})
 
-    dead = await catch_live(own_bus, DEAD_LETTER, run_id)
+    dead = await catch_live(private_bus, DEAD_LETTER, run_id)
     handled = Handled()
     stop = asyncio.Event()
     # Deliveries far enough apart, and enough of them, that the store recovers before the last one.
     consumer = spec("failing-store", max_deliver=20, backoff_s=0.5)
-    task = asyncio.create_task(run_consumer(own_bus, consumer, handled, stop, store=store))
+    task = asyncio.create_task(run_consumer(private_bus, consumer, handled, stop, store=store))
     try:
-        await own_bus.js.publish(EPOCH_EXPORTED.subject, oversized.encode())
+        await private_bus.js.publish(EPOCH_EXPORTED.subject, oversized.encode())
 
         async def redelivered() -> bool:
-            info = await own_bus.js.consumer_info(PIPELINE_STREAM, consumer.durable)
+            info = await private_bus.js.consumer_info(PIPELINE_STREAM, consumer.durable)
             return info.num_redelivered >= 1
 
         await wait_until(redelivered, what="a redelivery after the store failed")
         assert dead.events == []
         (root / "deadletters").unlink()  # the store recovers
         await wait_until(lambda: len(dead.events) == 1, what="the dead letter once the store works")
-        await own_bus.publish(EPOCH_EXPORTED, epoch_event(run_id, 7))
+        await private_bus.publish(EPOCH_EXPORTED, epoch_event(run_id, 7))
         await wait_until(lambda: handled.epochs == [7], what="epoch 7 consumed after")
     finally:
         stop.set()
