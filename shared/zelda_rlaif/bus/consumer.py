@@ -32,6 +32,7 @@ from nats.js.errors import NotFoundError
 
 from zelda_rlaif.bus.client import Bus
 from zelda_rlaif.bus.router import InvalidMessage, Router
+from zelda_rlaif.errors import ObjectExists
 from zelda_rlaif.events import DeadLetter, Event
 from zelda_rlaif.logs import log_context
 from zelda_rlaif.retry import ServerUnreachable
@@ -128,8 +129,8 @@ async def dead_letter(
 
 def _store_once(store: ObjectStore, key: str, payload: bytes) -> None:
     # The key holds the payload's digest: if it exists, it holds these very bytes (a repeated dead-lettering).
-    if not store.exists(key):
-        store.put_bytes(key, payload)
+    with contextlib.suppress(ObjectExists):
+        store.put_bytes(key, payload, exclusive=True)
 
 
 async def dead_letter_payload(letter: DeadLetter, store: ObjectStore) -> bytes:
