@@ -65,7 +65,7 @@ def env_example() -> dict[str, str]:
     return {key.strip(): value.strip() for key, value in pairs}
 
 
-@pytest.mark.parametrize("profiles", ["", "llm", "llm-cpu"])
+@pytest.mark.parametrize("profiles", ["", "llm", "llm-cpu", "llm-gguf"])
 def test_compose_file_follows_the_specification(profiles: str) -> None:
     result = run_compose("config", "--quiet", profiles=profiles)
     assert result.returncode == 0, result.stderr
@@ -178,6 +178,20 @@ def test_llm_profiles_answer_as_llm_with_every_judge_model(profile: str) -> None
     if profile == "llm":
         (device,) = server["deploy"]["resources"]["reservations"]["devices"]
         assert device["driver"] == "nvidia" and "gpu" in device["capabilities"]
+
+
+def test_the_gguf_profile_serves_a_mounted_model_as_llm_under_every_name() -> None:
+    project = config(profiles="llm-gguf")
+    server = project["services"]["llm-gguf"]
+    command = server["command"]
+    assert command[command.index("--model") + 1] == "/models/model.gguf"
+    assert command[command.index("--alias") + 1].split(",") == [*JUDGES, "guidance"]
+    assert "llm" in server["networks"]["default"]["aliases"]
+    (volume,) = server["volumes"]
+    assert volume["target"] == "/models" and volume["read_only"] is True
+    for judge in JUDGES:
+        assert project["services"][judge]["depends_on"]["llm-gguf"] == {"condition": "service_healthy",
+                                                                          "required": False}
 
 
 def test_the_rom_is_mounted_read_only(project: dict[str, Any]) -> None:
