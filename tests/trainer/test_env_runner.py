@@ -10,7 +10,6 @@ import pytest
 import torch
 from ray.rllib.core import COMPONENT_RL_MODULE
 from ray.rllib.core.columns import Columns
-from ray.rllib.env.env_runner import ENV_STEP_FAILURE
 
 from zelda_trainer.algorithm import build_config
 from zelda_trainer.env_config import EnvSync
@@ -84,19 +83,27 @@ def test_rllib_loop_takes_over_for_whole_episodes_then_the_lean_loop_resumes(run
     assert all(episode.t_started == 0 for episode in again), "a fresh reset after RLlib's loop"
 
 
-def test_a_failed_env_step_resets_every_env_and_the_sample_still_fills(runner: ZeldaEnvRunner,
-                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_failed_env_step_rebuilds_the_envs_when_asked_and_the_sample_still_fills(
+        runner: ZeldaEnvRunner, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With ``restart_failed_sub_environments`` (RLlib's rule): rebuild the envs, reset every env, drop the
+    half-built episodes and fill the sample from there."""
     runner.sample(num_timesteps=30)
-    real_step = runner._try_env_step
+    vector_env = runner.env
+    assert vector_env is not None
+    real_step = vector_env.step
     calls = 0
 
     def failing_once(actions: np.ndarray) -> Any:
         nonlocal calls
         calls += 1
-        return ENV_STEP_FAILURE if calls == 3 else real_step(actions)
+        if calls == 3:
+            raise OSError("an emulator died")
+        return real_step(actions)
 
-    monkeypatch.setattr(runner, "_try_env_step", failing_once)
+    monkeypatch.setattr(vector_env, "step", failing_once)
+    monkeypatch.setattr(runner.config, "restart_failed_sub_environments", True)
     episodes = runner.sample(num_timesteps=30)
+    assert runner.env is not vector_env, "the failed envs were rebuilt"
     assert sum(len(episode) for episode in episodes) >= 30
     assert all(episode.t_started == 0 for episode in episodes), "the half-built chunks were dropped with the reset"
 
@@ -118,7 +125,6 @@ def test_a_restarted_runner_samples_only_once_restored(runner: ZeldaEnvRunner) -
         assert all(env.get_wrapper_attr("_epoch") == 5 for env in runner.env.unwrapped.envs)  # type: ignore[union-attr]
     finally:
         runner._restarted = False
-
 
 
 def test_a_sample_whose_env_step_failed_is_followed_by_a_fresh_reset(runner: ZeldaEnvRunner) -> None:

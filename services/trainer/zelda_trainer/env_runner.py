@@ -1,19 +1,23 @@
 """``ZeldaEnvRunner``: RLlib's single-agent env runner with a lean sampling loop for our one kind of policy.
 
-RLlib's ``SingleAgentEnvRunner._sample`` is generic: every vector step runs the env-to-module connector
+RLlib's ``SingleAgentEnvRunner`` samples generically: every vector step runs the env-to-module connector
 pipeline (episodes -> batch -> tensors), the RLModule, the module-to-env pipeline (distribution object, sample,
 tensors -> numpy, un-batching, action clipping, listing) and several timers. For a 2 x 256 MLP over a 128-D
 observation and 8 discrete actions that machinery costs about 280 µs per env step with 4 emulators per runner
 (measured: ``docs/performance.md``), three times the emulator's own ~94 µs; it was the trainer's bottleneck.
 
-This runner keeps everything RLlib relies on (``SingleAgentEpisode`` chunks with the same columns, the
-episode callbacks, the cut-and-continue of ongoing episodes, the sampled-steps metrics, weight sync, state,
-checkpoints) and replaces only the per-step work for the case the trainer uses: sampling a number of timesteps
-with exploration. That loop runs the module's trunk and policy head on the batch of observations and draws
-the actions in NumPy (Gumbel-max: the same distribution as RLlib's ``TorchCategorical``). Anything else
-(``num_episodes``, greedy evaluation, random actions, another RLModule) goes to RLlib's own loop, after a
-fresh reset so the two loops never share half-built episodes. The lean loop assumes RLlib's default connector
-pipelines (no observation filters or action transforms), which is how ``algorithm.py`` configures PPO.
+This runner overrides only RLlib's public ``EnvRunner`` interface (``sample``, ``set_state``, ``make_env``) and
+owns its rollout, for the case the trainer uses: sampling a number of timesteps with exploration. That loop runs
+the module's trunk and policy head on the batch of observations, draws the actions in NumPy (Gumbel-max: the
+same distribution as RLlib's ``TorchCategorical``) and builds public ``SingleAgentEpisode`` chunks with the
+columns PPO's learner reads (actions, their logits and log-probabilities, the weights' sequence number), cut and
+continued across samples the way RLlib's own loop does. It logs the sampled-steps and episode metrics under
+RLlib's public metric names and calls the config's episode callbacks. No private member of an RLlib class is
+read, written or overridden, so an RLlib upgrade cannot change this loop's behaviour unseen;
+``tests/trainer/test_rllib_contract.py`` pins the RLlib behaviour it relies on. Anything else (``num_episodes``,
+greedy evaluation, random actions, another RLModule) goes to RLlib's own ``sample``, after a fresh reset, so the
+two loops never share half-built episodes. The lean loop assumes RLlib's default connector pipelines (no
+observation filters or action transforms), which is how ``algorithm.py`` configures PPO.
 
 Every runner also keeps the driver's ``EnvSync`` (epoch and reward model) and hands it to its envs, to envs it
 rebuilds, and, through ``resync_restored_runners``, to runners that Ray restarted: those are rebuilt from the
@@ -25,38 +29,88 @@ until it has both weights and sync: that failure sends it through RLlib's restor
 
 from __future__ import annotations
 
+import logging
+import math
+import time
 import warnings
+from dataclasses import dataclass, field
 from typing import Any, cast
 
 import numpy as np
 import ray
-from ray.rllib.core import COMPONENT_RL_MODULE
+from ray.rllib.callbacks.utils import make_callback
+from ray.rllib.core import COMPONENT_RL_MODULE, DEFAULT_AGENT_ID, DEFAULT_MODULE_ID
 from ray.rllib.core.columns import Columns
-from ray.rllib.env.env_runner import ENV_STEP_FAILURE
 from ray.rllib.env.single_agent_env_runner import SingleAgentEnvRunner
 from ray.rllib.env.single_agent_episode import SingleAgentEpisode
-from ray.rllib.utils.metrics import WEIGHTS_SEQ_NO
+from ray.rllib.utils.metrics import (
+    ENV_RESET_TIMER,
+    ENV_STEP_TIMER,
+    EPISODE_DURATION_SEC_MEAN,
+    EPISODE_LEN_MAX,
+    EPISODE_LEN_MEAN,
+    EPISODE_LEN_MIN,
+    EPISODE_RETURN_MAX,
+    EPISODE_RETURN_MEAN,
+    EPISODE_RETURN_MIN,
+    NUM_AGENT_STEPS_SAMPLED,
+    NUM_AGENT_STEPS_SAMPLED_LIFETIME,
+    NUM_ENV_STEPS_SAMPLED,
+    NUM_ENV_STEPS_SAMPLED_LIFETIME,
+    NUM_EPISODES,
+    NUM_EPISODES_LIFETIME,
+    NUM_MODULE_STEPS_SAMPLED,
+    NUM_MODULE_STEPS_SAMPLED_LIFETIME,
+    SAMPLE_TIMER,
+    WEIGHTS_SEQ_NO,
+)
 
 from zelda_rlaif.errors import ZeldaRlaifError
 from zelda_trainer.env_config import EnvSync
 from zelda_trainer.rl_module import ZeldaMLPModule
+
+log = logging.getLogger(__name__)
 
 
 class RunnerNotRestored(ZeldaRlaifError):
     """A runner that Ray restarted was asked to sample before RLlib restored it."""
 
 
+@dataclass
+class _EpisodeTally:
+    """An episode's totals over the chunks already returned, for its metrics and ``on_episode_end``."""
+
+    started: float = field(default_factory=time.perf_counter)
+    length: int = 0
+    total_return: float = 0.0
+    chunks: list[SingleAgentEpisode] = field(default_factory=list)
+
+
+@dataclass
+class _Rollout:
+    """The lean loop's state between samples: one episode per env and the observations to act on."""
+
+    observations: np.ndarray
+    episodes: list[SingleAgentEpisode]
+    tallies: dict[str, _EpisodeTally] = field(default_factory=dict)  # by episode id, from its creation
+
+
 class ZeldaEnvRunner(SingleAgentEnvRunner):
     # The driver's epoch and reward model, set by apply_env_sync (a class default: make_env runs inside __init__).
     env_sync: EnvSync | None = None
+    _seed_next_reset = True  # like RLlib, the first reset after the envs were (re)built is seeded
 
     def __init__(self, *, config: Any, **kwargs: Any) -> None:
         super().__init__(config=config, **kwargs)
-        # Action sampling draws from this generator: seeded per runner like RLlib seeds its own (config seed plus
-        # worker index), unseeded when the run has no seed.
         seed = getattr(config, "seed", None)
+        # Envs are seeded on their first reset and actions drawn from this generator, both per runner like RLlib
+        # seeds its own loop (config seed plus worker index); unseeded when the run has no seed.
+        self._env_seed = None if seed is None else int(seed) + int(self.worker_index or 0)
         self._action_rng = np.random.default_rng(None if seed is None else [int(seed), int(self.worker_index or 0)])
-        self._lean_observations: np.ndarray | None = None  # the last observations, while the lean loop owns them
+        # The config's callbacks, our own instances (RLlib's loop keeps its own; ours only observe and log).
+        self._episode_callbacks = [cls() for cls in _as_list(self.config.callbacks_class)]
+        self._rollout: _Rollout | None = None  # while the lean loop owns the envs
+        self._weights_seq_no_seen = 0  # the WEIGHTS_SEQ_NO of the weights the module holds
         self._restarted = _restarted_by_ray()
         self._weights_set = False  # by RLlib (a restore, or the sync after each update) since this process began
 
@@ -69,6 +123,8 @@ class ZeldaEnvRunner(SingleAgentEnvRunner):
 
     def make_env(self) -> None:
         super().make_env()
+        self._rollout = None  # new envs start new episodes
+        self._seed_next_reset = True
         if self.env_sync is not None:  # envs rebuilt after a failed step carry on in the driver's epoch
             for env in self._training_envs():
                 env.apply_sync(self.env_sync)
@@ -77,97 +133,181 @@ class ZeldaEnvRunner(SingleAgentEnvRunner):
         super().set_state(state)
         if COMPONENT_RL_MODULE in state:
             self._weights_set = True
+            self._weights_seq_no_seen = max(self._weights_seq_no_seen, int(state.get(WEIGHTS_SEQ_NO, 0) or 0))
 
     def _training_envs(self) -> list[Any]:
         vector_env = getattr(self, "env", None)
         return [] if vector_env is None else list(vector_env.unwrapped.envs)
 
-    def _sample(self, *, num_timesteps: int | None = None, num_episodes: int | None = None, explore: bool,
-                random_actions: bool = False, force_reset: bool = False) -> list[SingleAgentEpisode]:
+    def sample(self, *, num_timesteps: int | None = None,  # type: ignore[override]  # EnvRunner's is **kwargs
+               num_episodes: int | None = None, explore: bool | None = None, random_actions: bool = False,
+               force_reset: bool = False) -> list[SingleAgentEpisode]:
         if self._restarted and (self.env_sync is None or not self._weights_set):
             raise RunnerNotRestored(
                 f"env runner {self.worker_index} was restarted by Ray and has not been restored yet (weights: "
                 f"{self._weights_set}, epoch and reward model: {self.env_sync is not None}); RLlib restores it "
                 "before the next iteration, nothing to do")
+        explore = self.config.explore if explore is None else explore
+        if num_timesteps is None and num_episodes is None and self.config.batch_mode == "truncate_episodes":
+            num_timesteps = self.config.get_rollout_fragment_length(self.worker_index) * self.num_envs
         if num_timesteps is None or not explore or random_actions or not isinstance(self.module, ZeldaMLPModule):
-            # RLlib's loop keeps its own cache of the last observations: start it from a fresh reset.
-            lean_was_running = self._lean_observations is not None
-            self._lean_observations = None
-            return super()._sample(num_timesteps=num_timesteps, num_episodes=num_episodes, explore=explore,
-                                   random_actions=random_actions, force_reset=force_reset or lean_was_running)
-        return self._sample_timesteps(num_timesteps, force_reset)
-
-    @property
-    def _episodes(self) -> list[SingleAgentEpisode]:
-        # RLlib types the slots as optional; after a reset every slot holds an episode, always replaced, never None.
-        return cast(list[SingleAgentEpisode], self._ongoing_episodes)
+            # RLlib's loop keeps its own episodes: start it from a fresh reset, and ours after it.
+            lean_was_running, self._rollout = self._rollout is not None, None
+            return super().sample(  # RLlib annotates its optional counts as plain ``int = None``
+                num_timesteps=num_timesteps, num_episodes=num_episodes,  # type: ignore[arg-type]
+                explore=explore, random_actions=random_actions, force_reset=force_reset or lean_was_running)
+        self.metrics.log_value(WEIGHTS_SEQ_NO, self._weights_seq_no_seen, window=1)
+        with self.metrics.log_time(SAMPLE_TIMER):
+            try:
+                samples = self._sample_timesteps(num_timesteps, force_reset)
+            except Exception:
+                # The sample fails and RLlib takes this runner out of service until it restores it, in this same
+                # process: its next sample starts from a fresh reset, not from envs left half-stepped.
+                self._rollout = None
+                raise
+            self._callback("on_sample_end", samples=samples)
+        return samples
 
     def _sample_timesteps(self, num_timesteps: int, force_reset: bool) -> list[SingleAgentEpisode]:
         module = self.module
         assert isinstance(module, ZeldaMLPModule)
-        if force_reset or self._needs_initial_reset or self._lean_observations is None:
-            self._lean_observations = self._reset_all()
-        observations = self._lean_observations
-        episodes = self._episodes
+        if force_reset or self._rollout is None:
+            self._rollout = self._reset_all()
+        rollout = self._rollout
         done_episodes: list[SingleAgentEpisode] = []
         steps = 0
         while steps < num_timesteps:
-            logits = module.action_logits(observations)
+            logits = module.action_logits(rollout.observations)
             actions, logp = sample_categorical(logits, self._action_rng)
-            try:
-                results = self._try_env_step(actions)
-            except Exception:
-                # The sample fails and RLlib takes this runner out of service until it restores it, in this same
-                # process: its next sample starts from a fresh reset, not from envs left half-stepped.
-                self._lean_observations = None
-                raise
-            if results == ENV_STEP_FAILURE:
-                # RLlib's rule (it rebuilt the failed env): reset every env, drop the half-built episodes, keep the
+            results = self._step_envs(actions)
+            if results is None:
+                # RLlib's rule (the failed env was rebuilt): reset every env, drop the half-built episodes, keep the
                 # finished ones and count this sample's steps again from zero.
-                observations, episodes, steps = self._reset_all(), self._episodes, 0
+                rollout, steps = self._reset_all(), 0
+                self._rollout = rollout
                 continue
             observations, rewards, terminateds, truncateds, infos = results
-            for index, episode in enumerate(episodes):
+            for index, episode in enumerate(rollout.episodes):
                 if not episode.is_reset:  # NEXT_STEP autoreset: this step only reset the env
                     episode.add_env_reset(observation=observations[index], infos=infos[index])
-                    self._make_on_episode_callback("on_episode_start", index, episodes)
+                    self._episode_callback("on_episode_start", rollout, index)
                     continue
                 steps += 1
                 episode.add_env_step(
                     observation=observations[index], action=actions[index], reward=rewards[index],
                     infos=infos[index], terminated=terminateds[index], truncated=truncateds[index],
                     extra_model_outputs={Columns.ACTION_DIST_INPUTS: logits[index], Columns.ACTION_LOGP: logp[index],
-                                         WEIGHTS_SEQ_NO: self._weights_seq_no})
-                self._make_on_episode_callback("on_episode_step", index, episodes)
+                                         WEIGHTS_SEQ_NO: self._weights_seq_no_seen})
+                self._episode_callback("on_episode_step", rollout, index)
                 if episode.is_done:
-                    self._make_on_episode_callback("on_episode_end", index, episodes)
+                    self._episode_callback("on_episode_end", rollout, index)
+                    self._log_episode(rollout.tallies.pop(episode.id_), episode)
                     done_episodes.append(episode.to_numpy() if self.episodes_to_numpy else episode)
-                    self._new_episode(index, episodes)
-        self._lean_observations = observations
-        return self._finish_sample(steps, done_episodes)
+                    rollout.episodes[index] = self._new_episode_for(rollout, index)
+            rollout.observations = observations
+        return done_episodes + self._cut_ongoing(rollout, steps, len(done_episodes))
 
-    def _reset_all(self) -> np.ndarray:
-        """RLlib's reset (new episodes, their callbacks, seeding on the first one); returns the observations."""
-        self._reset_envs_and_episodes(explore=True)
-        return np.stack([episode.get_observations(-1) for episode in self._episodes])
+    def _step_envs(self, actions: np.ndarray) -> tuple[Any, ...] | None:
+        """One vector step; ``None`` when it failed and the config asks for failed envs to be rebuilt (RLlib's
+        ``restart_failed_sub_environments``), else the step's error as a ``RuntimeError``, as RLlib raises it."""
+        try:
+            with self.metrics.log_time(ENV_STEP_TIMER):
+                return tuple(self.env.step(actions))  # type: ignore[union-attr]
+        except Exception as error:
+            if not self.config.restart_failed_sub_environments:
+                raise RuntimeError(f"env runner {self.worker_index}: an env step failed: {error!r}") from error
+            log.exception("env runner %s: an env step failed; rebuilding its envs", self.worker_index)
+            self.make_env()
+            return None
 
-    def _finish_sample(self, steps: int, done_episodes: list[SingleAgentEpisode]) -> list[SingleAgentEpisode]:
-        """What RLlib does at the end of a timestep sample: cut the ongoing episodes (the continuations go on
-        collecting), keep chunks for the episode metrics, count the steps."""
-        self._done_episodes_for_metrics.extend(done_episodes)
+    def _reset_all(self) -> _Rollout:
+        """New episodes on every env (their callbacks, seeding on the first reset of this runner's envs)."""
+        rollout = _Rollout(observations=np.empty(0), episodes=[])
+        rollout.episodes = [self._new_episode_for(rollout, index) for index in range(self.num_envs)]
+        seed = self._env_seed if self._seed_next_reset else None  # later resets continue each env's stream
+        self._seed_next_reset = False
+        with self.metrics.log_time(ENV_RESET_TIMER):
+            observations, infos = cast(tuple[Any, Any], self.env.reset(seed=seed))  # type: ignore[union-attr]
+        for index, episode in enumerate(rollout.episodes):
+            episode.add_env_reset(observation=observations[index], infos=infos[index])
+        for index in range(self.num_envs):
+            self._episode_callback("on_episode_start", rollout, index)
+        rollout.observations = np.asarray(observations)
+        return rollout
+
+    def _new_episode_for(self, rollout: _Rollout, index: int) -> SingleAgentEpisode:
+        assert self.env is not None
+        episode = SingleAgentEpisode(observation_space=self.env.single_observation_space,
+                                     action_space=self.env.single_action_space)
+        rollout.tallies[episode.id_] = _EpisodeTally()
+        self._callback("on_episode_created", episode=episode, env_runner=self, metrics_logger=self.metrics,
+                       env=self.env.unwrapped, rl_module=self.module, env_index=index)
+        return episode
+
+    def _cut_ongoing(self, rollout: _Rollout, steps: int, episodes_done: int) -> list[SingleAgentEpisode]:
+        """What a timestep sample ends with: the ongoing episodes' chunks are returned and their continuations
+        go on collecting; the sampled-steps metrics count the sample."""
         ongoing: list[SingleAgentEpisode] = []
         continuations = [episode.cut(len_lookback_buffer=self.config.episode_lookback_horizon)
-                         for episode in self._episodes]
-        for episode in self._episodes:
+                         for episode in rollout.episodes]
+        for episode in rollout.episodes:
             if episode.t == 0:  # just reset: no data yet
                 continue
             episode.validate()
-            self._ongoing_episodes_for_metrics[episode.id_].append(episode)
+            tally = rollout.tallies[episode.id_]
+            tally.length += len(episode)
+            tally.total_return += episode.get_return()
+            tally.chunks.append(episode)
             ongoing.append(episode.to_numpy() if self.episodes_to_numpy else episode)
-        self._ongoing_episodes = cast(list[SingleAgentEpisode | None], continuations)
-        self._log_env_steps(metric=self._metrics_num_env_steps_sampled, num_steps=steps)
-        self._increase_sampled_metrics(steps, len(done_episodes))
-        return done_episodes + ongoing
+        rollout.episodes = continuations
+        self._log_sampled(steps, episodes_done)
+        return ongoing
+
+    def _episode_callback(self, which: str, rollout: _Rollout, index: int) -> None:
+        episode = rollout.episodes[index]
+        extra = {"prev_episode_chunks": rollout.tallies[episode.id_].chunks} if which == "on_episode_end" else {}
+        self._callback(which, episode=episode, env_runner=self, metrics_logger=self.metrics,
+                       env=self.env.unwrapped, rl_module=self.module, env_index=index, **extra)  # type: ignore[union-attr]
+
+    def _callback(self, which: str, **kwargs: Any) -> None:
+        if which == "on_sample_end":
+            kwargs = {"env_runner": self, "metrics_logger": self.metrics, **kwargs}
+        make_callback(which, callbacks_objects=self._episode_callbacks,
+                      callbacks_functions=getattr(self.config, f"callbacks_{which}", None), kwargs=kwargs)
+
+    def _log_sampled(self, steps: int, episodes_done: int) -> None:
+        """The sampled-steps counters, under the names RLlib's algorithms and the trainer's report read."""
+        self.metrics.log_value(NUM_ENV_STEPS_SAMPLED, steps, reduce="sum")
+        self.metrics.log_value((NUM_AGENT_STEPS_SAMPLED, DEFAULT_AGENT_ID), steps, reduce="sum")
+        self.metrics.log_value((NUM_MODULE_STEPS_SAMPLED, DEFAULT_MODULE_ID), steps, reduce="sum")
+        self.metrics.log_value(NUM_EPISODES, episodes_done, reduce="sum")
+        self.metrics.log_value(NUM_ENV_STEPS_SAMPLED_LIFETIME, steps, reduce="lifetime_sum", with_throughput=True)
+        self.metrics.log_value((NUM_AGENT_STEPS_SAMPLED_LIFETIME, DEFAULT_AGENT_ID), steps, reduce="lifetime_sum")
+        self.metrics.log_value((NUM_MODULE_STEPS_SAMPLED_LIFETIME, DEFAULT_MODULE_ID), steps, reduce="lifetime_sum")
+        self.metrics.log_value(NUM_EPISODES_LIFETIME, episodes_done, reduce="lifetime_sum")
+
+    def _log_episode(self, tally: _EpisodeTally, last_chunk: SingleAgentEpisode) -> None:
+        """A finished episode's length, return and duration over all its chunks. Each runner keeps its share of
+        the smoothing window, as the driver merges every runner's values."""
+        length = tally.length + len(last_chunk)
+        total_return = tally.total_return + float(last_chunk.get_return())
+        duration = time.perf_counter() - tally.started
+        window = max(1, math.ceil(self.config.metrics_num_episodes_for_smoothing / (self.config.num_env_runners or 1)))
+        for key, value in ((EPISODE_LEN_MEAN, length), (EPISODE_RETURN_MEAN, total_return),
+                           (EPISODE_DURATION_SEC_MEAN, duration),
+                           (("agent_episode_return_mean", DEFAULT_AGENT_ID), total_return),
+                           (("module_episode_return_mean", DEFAULT_MODULE_ID), total_return)):
+            self.metrics.log_value(key, value, window=window)
+        for key, value, reduce in ((EPISODE_LEN_MIN, length, "min"), (EPISODE_LEN_MAX, length, "max"),
+                                   (EPISODE_RETURN_MIN, total_return, "min"),
+                                   (EPISODE_RETURN_MAX, total_return, "max")):
+            self.metrics.log_value(key, value, reduce=reduce, window=window)
+
+
+def _as_list(value: Any) -> list[Any]:
+    if value is None:
+        return []
+    return list(value) if isinstance(value, list | tuple) else [value]
 
 
 def _restarted_by_ray() -> bool:
