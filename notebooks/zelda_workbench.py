@@ -232,6 +232,7 @@ def hud_url(api: client.ApiClient, namespace: str, release: str) -> str | None:
         if exc.status == 404:
             return None
         raise
-    host = route.get("spec", {}).get("host") or route.get("status", {}).get("ingress", [{}])[0].get("host")
+    admitted = route.get("status", {}).get("ingress") or [{}]  # the host OpenShift assigned, when spec has none
+    host = route.get("spec", {}).get("host") or admitted[0].get("host")
     scheme = "https" if route.get("spec", {}).get("tls") else "http"
     return f"{scheme}://{host}" if host else None
