@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 from pydantic import ValidationError
 
@@ -27,3 +29,21 @@ def test_an_unknown_game_profile_is_refused_with_the_known_ones() -> None:
     with pytest.raises(ValidationError, match="unknown game profile; known profiles: testworld, oracle-of-seasons"):
         TrainerSettings(profile="zelda")
     assert TrainerSettings(profile="testworld").profile == "testworld"
+
+
+def test_a_local_ray_gets_an_object_store_sized_for_a_small_pod(monkeypatch: pytest.MonkeyPatch) -> None:
+    from zelda_trainer.training import local_ray_options
+
+    def object_store() -> int | None:
+        options = local_ray_options(TrainerSettings())
+        os.rmdir(options["_temp_dir"])
+        return options["object_store_memory"]
+
+    assert object_store() == 256 * 1024 * 1024  # not Ray's 30% of memory
+    monkeypatch.setenv("ZELDA_TRAINER_RAY_OBJECT_STORE_BYTES", "1000000000")
+    assert object_store() == 1_000_000_000
+    monkeypatch.setenv("ZELDA_TRAINER_RAY_OBJECT_STORE_BYTES", "")
+    assert object_store() is None  # empty: Ray's own default
+    monkeypatch.setenv("ZELDA_TRAINER_RAY_OBJECT_STORE_BYTES", str(64 * 1024 * 1024))
+    with pytest.raises(ValidationError, match="ray_object_store_bytes"):
+        TrainerSettings()  # under Ray's 75 MiB minimum: refused here, not by ray.init mid-start

@@ -28,6 +28,10 @@ from zelda_rlaif.game.profiles import PROFILES
 from zelda_rlaif.game.rewards.config import RewardConfig
 from zelda_rlaif.settings import LogSettings, NatsSettings, StoreSettings
 
+# Ray refuses an object store under 75 MiB.
+MIN_OBJECT_STORE_BYTES = 75 * 1024 * 1024
+DEFAULT_OBJECT_STORE_BYTES = 256 * 1024 * 1024
+
 
 class ShapingMode(StrEnum):
     PIPELINED = "pipelined"  # keep training with the newest reward model available
@@ -98,6 +102,12 @@ class TrainerSettings(BaseSettings):
     )
     ray_address: str | None = Field(None, description="existing Ray cluster address; unset starts a local Ray")
     ray_num_cpus: int | None = Field(None, ge=1, description="CPUs for a local Ray (default: all)")
+    # Ray's own default is 30% of the memory it sees (1.2 GB of a 4 GB pod, on top of ~2 GB of processes), in
+    # /dev/shm, which a pod counts against its memory limit. A run keeps little there (weights, the env runners'
+    # samples; bench/bench_peers.py measures it: docs/performance.md, "Memory"), so 256 MiB leaves ample room.
+    ray_object_store_bytes: int | None = Field(
+        DEFAULT_OBJECT_STORE_BYTES, ge=MIN_OBJECT_STORE_BYTES, description="object store of a local Ray, in "
+        "bytes; empty: Ray's default (30% of memory). A Ray cluster (ray_address) sizes its own at `ray start`")
     shaping_mode: ShapingMode = Field(ShapingMode.PIPELINED, description="pipelined or sync")
     sync_timeout_s: float = Field(900, gt=0, description="sync mode: longest wait for a reward model")
     live_frames: bool = Field(True, description="publish sampled screens of one env to the HUD")
@@ -131,7 +141,7 @@ class TrainerSettings(BaseSettings):
     store: StoreSettings = Field(default_factory=StoreSettings)
     log: LogSettings = Field(default_factory=LogSettings)
 
-    @field_validator("tensorboard_dir", "mlflow_uri", mode="before")
+    @field_validator("tensorboard_dir", "mlflow_uri", "ray_object_store_bytes", mode="before")
     @classmethod
     def _empty_is_none(cls, value: object) -> object:
         return None if isinstance(value, str) and not value.strip() else value

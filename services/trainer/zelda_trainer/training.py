@@ -70,7 +70,13 @@ def init_ray(settings: TrainerSettings) -> None:
     if settings.ray_address:
         ray.init(address=settings.ray_address, **kwargs)
     else:
-        ray.init(num_cpus=settings.ray_num_cpus, _temp_dir=tempfile.mkdtemp(prefix="ray-"), **kwargs)
+        ray.init(**local_ray_options(settings), **kwargs)
+
+
+def local_ray_options(settings: TrainerSettings) -> dict[str, Any]:
+    """What a local Ray is started with: its CPUs, its temp dir and an object store sized for small pods."""
+    return {"num_cpus": settings.ray_num_cpus, "object_store_memory": settings.ray_object_store_bytes,
+            "_temp_dir": tempfile.mkdtemp(prefix="ray-")}
 
 
 class Trainer:
