@@ -15,8 +15,8 @@ from __future__ import annotations
 import argparse
 import multiprocessing as mp
 import os
-import tempfile
 import time
+from collections.abc import Callable
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("RAY_AUTH_MODE", "disabled")
@@ -48,27 +48,33 @@ def raw_limit(processes: int, seconds: float, frame_skip: int) -> float:
     return sum(rates)
 
 
-def training_rate(runners: int, envs_per_runner: int, iterations: int,
-                  ppo_overrides: dict[str, int]) -> tuple[float, float]:
-    """Env steps/s trained (sampling and learning in turn), then sampled alone by the same env runners."""
+def training_rate(runners: int, envs_per_runner: int, iterations: int, ppo_overrides: dict[str, int],
+                  on_iteration: Callable[[], None] | None = None) -> tuple[float, float]:
+    """Env steps/s trained (sampling and learning in turn), then sampled alone by the same env runners.
+    ``on_iteration`` is called after every training iteration (bench_peers.py reads Ray's object store there)."""
     import ray
 
     from zelda_trainer import metrics
     from zelda_trainer.algorithm import build_config, set_learner_threads
     from zelda_trainer.settings import PPOSettings, TrainerSettings
+    from zelda_trainer.training import init_ray
 
-    ray.init(num_cpus=runners, include_dashboard=False, log_to_driver=False,
-             _temp_dir=tempfile.mkdtemp(prefix="ray-bench-"))
     settings = TrainerSettings(run_id="bench", num_env_runners=runners, envs_per_runner=envs_per_runner,
-                               export_fraction=0.0, live_frames=False, ppo=PPOSettings.model_validate(ppo_overrides))
+                               export_fraction=0.0, live_frames=False, ray_num_cpus=runners,
+                               ppo=PPOSettings.model_validate(ppo_overrides))
+    init_ray(settings)  # as the trainer does: its object store size too
     set_learner_threads(settings)  # as the trainer does
     algo = build_config(settings, "testworld", 0).build_algo()
     algo.train()  # warm-up: actor start, first compilation of everything
     start_steps = metrics.lifetime_env_steps(algo.train())
-    started = time.perf_counter()
+    started, probing = time.perf_counter(), 0.0
     for _ in range(iterations):
         result = algo.train()
-    elapsed = time.perf_counter() - started
+        if on_iteration is not None:
+            probe_started = time.perf_counter()
+            on_iteration()
+            probing += time.perf_counter() - probe_started  # not the trainer's time
+    elapsed = time.perf_counter() - started - probing
     steps = metrics.lifetime_env_steps(result) - start_steps
     # The same env runners sampling the same number of steps with no learner update in between: the rate a
     # learner on its own device (a GPU) could approach, since PPO samples and learns in turn.

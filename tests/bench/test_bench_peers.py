@@ -1,0 +1,62 @@
+"""``bench/bench_peers.py --quick`` end to end, with the contenders the test venv has: the raw limit, the trainer
+and the in-process peers (the `[bench]` extra brings Stable-Baselines3; PufferLib needs its own build and is left to
+the bench). Four emulators instead of 16 keep it short; the figures are the benchmark's business, not this test's.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from importlib.util import find_spec
+from pathlib import Path
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().parents[2] / "bench" / "bench_peers.py"
+
+
+@pytest.mark.slow
+def test_quick_bench_prints_every_contender_its_ratios_and_its_memory() -> None:
+    contenders = ["raw", "zelda-rlaif", "cleanrl-sync"]
+    if find_spec("stable_baselines3") is not None:
+        contenders.append("sb3-dummy")
+    result = subprocess.run(
+        [sys.executable, str(SCRIPT), "--quick", "--emulators", "4", "--contenders", ",".join(contenders)],
+        capture_output=True, text=True, timeout=600, check=False)
+    output = result.stdout
+    assert result.returncode == 0, output[-3000:] + result.stderr[-3000:]
+
+    labels = {"raw": "raw PyBoy, no learning (the limit)", "zelda-rlaif": "zelda-rlaif trainer, 2 env runners",
+              "cleanrl-sync": "CleanRL-style PPO, Gymnasium SyncVectorEnv",
+              "sb3-dummy": "Stable-Baselines3 PPO, DummyVecEnv"}
+    table = output[output.index("env steps/s: min"):output.index("peak resident memory")]
+    for name in contenders:
+        row = re.search(rf"^{re.escape(labels[name])}\s+([\d,]+)\s+([\d,]+)\s+([\d,]+)\s+([\d.]+)\s+([\d.]+)$",
+                        table, re.MULTILINE)
+        assert row is not None, f"no row for {name}:\n{table}"
+        low, median, high = (float(value.replace(",", "")) for value in row.groups()[:3])
+        assert 0 < low <= median <= high
+    assert re.search(rf"^{re.escape(labels['zelda-rlaif'])}\s.*\s1\.00\s+[\d.]+$", table, re.MULTILINE)
+    assert re.search(rf"^{re.escape(labels['raw'])}\s.*\s1\.00$", table, re.MULTILINE)
+
+    # Memory: the trainer's driver, its two env runner actors, Ray's own processes and its object store.
+    memory = output[output.index("peak resident memory"):]
+    zelda = next(line for line in memory.splitlines() if line.startswith(labels["zelda-rlaif"]))
+    assert re.search(r"\s2 x [\d,]+\s", zelda) and re.search(r"MiB in use of [\d,]+$", zelda), zelda
+    raw = next(line for line in memory.splitlines() if line.startswith(labels["raw"]))
+    assert re.search(r"\s\d+ x [\d,]+\s", raw), raw  # the raw PyBoy processes, one per core
+
+    last = output.strip().splitlines()[-1]
+    assert re.fullmatch(r"zelda-rlaif / fastest peer: \d+\.\d\d \((CleanRL|Stable-Baselines3).*\)", last), last
+
+
+def test_a_peer_that_is_not_installed_is_skipped_with_how_to_get_it(tmp_path: Path) -> None:
+    if find_spec("pufferlib") is not None:
+        pytest.skip("pufferlib is installed here")
+    result = subprocess.run([sys.executable, str(SCRIPT), "--quick", "--contenders", "pufferlib-serial"],
+                            capture_output=True, text=True, timeout=120, check=False)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert "skipped pufferlib-serial: pufferlib is not installed; build it for CPU with " \
+           "`bash bench/install_peers.sh`" in result.stdout
+    assert result.stdout.strip().splitlines()[-1] == "zelda-rlaif / fastest peer: n/a (no peer measured)"
