@@ -77,7 +77,7 @@ def test_the_validator_rejects_what_the_specification_forbids(tmp_path: Path) ->
     broken.write_text(text.replace("condition: service_completed_successfully", "condition: service_finished", 1))
     result = run_compose("config", "--quiet", compose_file=broken)
     assert result.returncode != 0 and "condition" in result.stderr
-    broken.write_text(text.replace("    shm_size: 10gb\n", "    shm_size: 10gb\n    colour: blue\n", 1))
+    broken.write_text(text.replace("    shm_size: 2gb\n", "    shm_size: 2gb\n    colour: blue\n", 1))
     result = run_compose("config", "--quiet", compose_file=broken)
     assert result.returncode != 0 and "colour" in result.stderr
 
