@@ -122,8 +122,11 @@ class OpenAIJudge:
         url = self.endpoint.url.rstrip("/") + "/models"
         try:
             response = await self._client.get(url)
-            served = [m.get("id") for m in response.json().get("data", [])] if response.status_code == 200 else None
-        except (httpx.HTTPError, ValueError, AttributeError) as exc:
+            models = response.json().get("data", []) if response.status_code == 200 else None
+            # llama-server lists one id per model and its other names under "aliases" (--alias a,b,c).
+            served = None if models is None else [name for m in models
+                                                  for name in (m.get("id"), *(m.get("aliases") or ()))]
+        except (httpx.HTTPError, ValueError, AttributeError, TypeError) as exc:
             log.warning("LLM server at %s not reachable yet (%s); segments wait for it", self.endpoint.url, exc)
             return
         if served is None:
