@@ -11,11 +11,14 @@ from __future__ import annotations
 
 import json
 import logging
+from pathlib import Path
 
+import httpx
 import pytest
 
 from tests.llm.conftest import MODEL_NAMES, Recorder, judge_settings, seen_by
 from tests.support.llama_server import LlamaServer
+from tests.support.tiny_llm import TinyModel
 from zelda_judge.backends.base import JudgeBackendError
 from zelda_judge.backends.openai import OpenAIJudge, segment_seed
 from zelda_judge.kinds import KINDS
@@ -154,3 +157,35 @@ async def test_the_probe_finds_every_name_the_server_answers_to(real_llm: LlamaS
         await judge.aclose()
         warned = [r.getMessage() for r in caplog.records if "the LLM server serves" in r.getMessage()]
         assert bool(warned) == (name == "missing"), (name, warned)
+
+
+async def test_image_parts_are_read_by_the_projector(llama_server_bin: Path, tiny_model: TinyModel,
+                                                     real_llm: LlamaServer, segments: list[Segment],
+                                                     recorder: Recorder, tmp_path: Path) -> None:
+    """Without a multimodal projector llama-server refuses image parts; with the tiny one every frame becomes image
+    tokens of the prompt (4 per frame: a 32x32 image in 16x16 patches)."""
+    segment = seen_by(segments[0], JudgeKind.VISION)
+    assert len(segment.frames) == 2
+    with LlamaServer(llama_server_bin, tiny_model.model, log=tmp_path / "text-only.log") as text_only:
+        judge = OpenAIJudge(JudgeKind.VISION, judge_settings(text_only, JudgeKind.VISION, votes=1, llm_retries=0))
+        try:
+            with pytest.raises(JudgeBackendError, match=r"HTTP 500.*image input is not supported"):
+                await judge.judge(segment)
+        finally:
+            await judge.aclose()
+
+    judge = OpenAIJudge(JudgeKind.VISION, judge_settings(real_llm, JudgeKind.VISION, votes=1),
+                        client=recorder.client())
+    try:
+        await judge.judge(segment)
+    finally:
+        await judge.aclose()
+    [exchange] = recorder.exchanges
+    body = exchange.body
+    text_only_body = {**body, "messages": [body["messages"][0], {"role": "user", "content": [
+        part for part in body["messages"][1]["content"] if part["type"] == "text"]}]}
+    async with httpx.AsyncClient(timeout=60) as client:
+        answer = (await client.post(real_llm.url + "/chat/completions", json=text_only_body)).json()
+    images = len(body["messages"][1]["content"]) - 1
+    assert images == 2
+    assert exchange.answer["usage"]["prompt_tokens"] - answer["usage"]["prompt_tokens"] == images * 4

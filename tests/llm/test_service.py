@@ -11,11 +11,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import httpx
 import pytest
 
 from tests.judge.conftest import running
 from tests.support.llama_server import LlamaServer
 from tests.support.segments import write_epoch
+from tests.support.tiny_llm import TinyModel
 from tests.support.waiting import wait_until
 from zelda_judge.kinds import ALL_DIMENSIONS, KINDS
 from zelda_judge.settings import JudgeSettings
@@ -58,24 +60,38 @@ async def test_segments_are_judged_through_nats_into_scores_jsonl(
                 assert record.verdict.scores[dimension] == line.dimensions[dimension] == median
 
 
+def served_tokens(server: LlamaServer) -> float:
+    """Completion tokens the server generated so far (its Prometheus ``/metrics``, on with ``--metrics``)."""
+    text = httpx.get(f"http://127.0.0.1:{server.port}/metrics", timeout=10).text
+    [line] = [line for line in text.splitlines() if line.startswith("llamacpp:tokens_predicted_total")]
+    return float(line.split()[-1])
+
+
 @pytest.mark.slow
-def test_up_runs_two_epochs_with_judges_and_guidance_on_the_real_server(real_llm: LlamaServer, tmp_path: Path
-                                                                         ) -> None:
+def test_up_runs_two_epochs_with_judges_and_guidance_on_the_real_server(
+        real_llm: LlamaServer, llama_server_bin: Path, tiny_model: TinyModel, tmp_path: Path) -> None:
     run_dir = tmp_path / "run"
+    # Guidance gets a server of its own, so that what it was answered can be told from the judges' traffic.
+    guide_llm = LlamaServer(llama_server_bin, tiny_model.model, mmproj=tiny_model.mmproj, aliases=("guidance",),
+                            extra=("--metrics",), log=tmp_path / "guidance-llm.log").start()
     env = {**os.environ, "ZELDA_TRAINER_SEGMENT_STEPS": "100", "ZELDA_TRAINER_EPISODE_STEPS": "200",
            "ZELDA_TRAINER_PPO_TRAIN_BATCH_SIZE": "512", "ZELDA_TRAINER_PPO_MINIBATCH_SIZE": "256",
            "ZELDA_TRAINER_ENVS_PER_RUNNER": "2",
            # Guidance on the same server: a text request on ~5% of steps, a vision request on ~2%.
            "ZELDA_TRAINER_GUIDANCE__ENABLED": "true", "ZELDA_TRAINER_GUIDANCE__BACKEND": "openai",
-           "ZELDA_TRAINER_GUIDANCE__LLM_URL": real_llm.url, "ZELDA_TRAINER_GUIDANCE__LLM_MODEL": "tiny",
+           "ZELDA_TRAINER_GUIDANCE__LLM_URL": guide_llm.url, "ZELDA_TRAINER_GUIDANCE__LLM_MODEL": "guidance",
            "ZELDA_TRAINER_GUIDANCE__TEXT_PROBABILITY": "0.05", "ZELDA_TRAINER_GUIDANCE__VISION_PROBABILITY": "0.02",
            "ZELDA_TRAINER_GUIDANCE__TIMEOUT_S": "30"}
-    result = subprocess.run(
-        [sys.executable, "-m", "zelda_rlaif.cli", "up", "--run-dir", str(run_dir), "--run-id", "real-llm",
-         "--epochs", "2", "--steps-per-epoch", "512", "--env-runners", "1", "--llm-url", real_llm.url,
-         "--llm-model", "tiny", "--finish-timeout", "300"],
-        env=env, capture_output=True, text=True, timeout=900,
-    )
+    try:
+        result = subprocess.run(
+            [sys.executable, "-m", "zelda_rlaif.cli", "up", "--run-dir", str(run_dir), "--run-id", "real-llm",
+             "--epochs", "2", "--steps-per-epoch", "512", "--env-runners", "1", "--llm-url", real_llm.url,
+             "--llm-model", "tiny", "--finish-timeout", "300"],
+            env=env, capture_output=True, text=True, timeout=900,
+        )
+        guidance_tokens = served_tokens(guide_llm)
+    finally:
+        guide_llm.stop()
     print(result.stdout[-3000:])
     assert result.returncode == 0, result.stderr[-3000:]
     summary = json.loads((run_dir / "summary.json").read_text())
@@ -92,3 +108,4 @@ def test_up_runs_two_epochs_with_judges_and_guidance_on_the_real_server(real_llm
             record = VerdictRecord.model_validate_json(
                 store.get_bytes(keys.verdict("real-llm", epoch, segment_id, kind.value)))
             assert (record.verdict.backend, record.verdict.model, len(record.votes)) == ("openai", "tiny", 3)
+    assert guidance_tokens > 0, "no guidance request was answered"
