@@ -18,6 +18,7 @@ import argparse
 import json
 import os
 import re
+import signal
 import socket
 import subprocess
 import sys
@@ -250,6 +251,8 @@ def check_hud(stack: Stack) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    # Ctrl-C ends the helper at once, as a signal, so that the script's trap tears the stack down.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
     args = sys.argv[1:] if argv is None else argv
     compose: list[str] = []
     if "--" in args:
