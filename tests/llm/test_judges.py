@@ -189,3 +189,16 @@ async def test_image_parts_are_read_by_the_projector(llama_server_bin: Path, tin
     images = len(body["messages"][1]["content"]) - 1
     assert images == 2
     assert exchange.answer["usage"]["prompt_tokens"] - answer["usage"]["prompt_tokens"] == images * 4
+
+
+async def test_a_server_slower_than_the_timeout_leaves_the_segment_unjudged(real_llm: LlamaServer,
+                                                                            segments: list[Segment]) -> None:
+    metrics = JudgeMetrics("state")
+    settings = judge_settings(real_llm, JudgeKind.STATE, votes=1, llm_retries=1, llm_timeout_s=0.005)
+    judge = OpenAIJudge(JudgeKind.STATE, settings, metrics)
+    try:
+        with pytest.raises(JudgeBackendError, match="no answer within"):
+            await judge.judge(seen_by(segments[0], JudgeKind.STATE))
+    finally:
+        await judge.aclose()
+    assert outcomes(metrics, JudgeKind.STATE) == {"timeout": 2}
