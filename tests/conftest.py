@@ -12,12 +12,17 @@ import os
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from tests.support.openai_server import OpenAIServer
 from zelda_rlaif.bus import Bus
 from zelda_rlaif.embedded_nats import EmbeddedNats
+from zelda_rlaif.game.config import EnvConfig
+from zelda_rlaif.game.env import ZeldaEnv
+from zelda_rlaif.game.guidance.config import GuidanceConfig
+from zelda_rlaif.game.rewards.config import RewardConfig
 from zelda_rlaif.settings import NatsSettings, StoreSettings
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
@@ -104,3 +109,24 @@ def s3_store_settings(s3_endpoint: str) -> StoreSettings:
 @pytest.fixture
 def run_id() -> str:
     return f"run-{uuid.uuid4().hex[:8]}"
+
+
+EnvFactory = Callable[..., ZeldaEnv]
+
+
+@pytest.fixture
+def make_env() -> Iterator[EnvFactory]:
+    """``make_env(**guidance)``: the test world without RND, guidance enabled with the given settings."""
+    made: list[ZeldaEnv] = []
+
+    def make(rewards: RewardConfig | None = None, enabled: bool = True, **guidance: Any) -> ZeldaEnv:
+        config = EnvConfig(max_steps=100_000, start_jitter=0, rewards=rewards or RewardConfig(rnd=0.0),
+                           guidance=GuidanceConfig(enabled=enabled, **guidance))
+        env = ZeldaEnv(config)
+        env.reset(seed=0)
+        made.append(env)
+        return env
+
+    yield make
+    for env in made:
+        env.close()

@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -24,7 +23,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.deploy.chart import ROOT
+from tests.support.project_source import copy_project_source
 from tests.support.segments import write_segment
 from tests.support.waiting import free_port, wait_until
 from zelda_rlaif.bus import Bus
@@ -40,9 +39,6 @@ LEFT_OUT = {
     "hud": ["torch", "ray", "pyboy", "gymnasium", "numba"],
 }
 PACKAGES = {"judge": "zelda_judge", "hud": "zelda_hud"}
-# What the image's COPY instructions take into the build, without what .dockerignore drops.
-SOURCES = ("pyproject.toml", "README.md", "shared", "services")
-IGNORED = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info", "build", "*.gbc", "*.state")
 
 IMPORT_EVERY_MODULE = """
 import importlib, pkgutil, sys
@@ -64,13 +60,7 @@ def clean_env(**extra: str) -> dict[str, str]:
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The project's wheel, built from a copy of what the Dockerfile copies (no build files in the checkout)."""
-    source = tmp_path_factory.mktemp("source")
-    for name in SOURCES:
-        path = ROOT / name
-        if path.is_dir():
-            shutil.copytree(path, source / name, ignore=IGNORED)
-        else:
-            shutil.copy2(path, source / name)
+    source = copy_project_source(tmp_path_factory.mktemp("source"))
     out = tmp_path_factory.mktemp("wheels")
     subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--wheel-dir", str(out),
                     str(source)], check=True, env=clean_env(), cwd=out, timeout=300)

@@ -1,19 +1,17 @@
-"""Guidance fixtures: the real test-world env with guidance on, and the OpenAI-protocol test server."""
+"""Guidance fixtures: the OpenAI-protocol test server and its answers (the guided test world, `make_env`, is in
+tests/conftest.py, which the real-server tests share)."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
 from tests.support.openai_server import OpenAIServer
-from zelda_rlaif.game.config import EnvConfig
 from zelda_rlaif.game.env import ZeldaEnv
-from zelda_rlaif.game.guidance.config import GuidanceConfig
 from zelda_rlaif.game.guidance.runtime import GuidanceRuntime
-from zelda_rlaif.game.rewards.config import RewardConfig
 
 
 class Answers:
@@ -34,27 +32,6 @@ def answers() -> Answers:
 @pytest.fixture
 def llm(answers: Answers, openai_server: Callable[..., OpenAIServer]) -> OpenAIServer:
     return openai_server(responder=answers, hang_s=5.0)
-
-
-EnvFactory = Callable[..., ZeldaEnv]
-
-
-@pytest.fixture
-def make_env() -> Iterator[EnvFactory]:
-    """``make_env(**guidance)``: the test world without RND, guidance enabled with the given settings."""
-    made: list[ZeldaEnv] = []
-
-    def make(rewards: RewardConfig | None = None, enabled: bool = True, **guidance: Any) -> ZeldaEnv:
-        config = EnvConfig(max_steps=100_000, start_jitter=0, rewards=rewards or RewardConfig(rnd=0.0),
-                           guidance=GuidanceConfig(enabled=enabled, **guidance))
-        env = ZeldaEnv(config)
-        env.reset(seed=0)
-        made.append(env)
-        return env
-
-    yield make
-    for env in made:
-        env.close()
 
 
 def llm_settings(server: OpenAIServer, **overrides: Any) -> dict[str, Any]:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from tests.guidance.conftest import EnvFactory, llm_settings, runtime
+from tests.conftest import EnvFactory
+from tests.guidance.conftest import llm_settings, runtime
 from tests.support.openai_server import OpenAIServer
 from zelda_rlaif.game.actions import Action
 from zelda_rlaif.game.guidance.config import GuidanceConfig

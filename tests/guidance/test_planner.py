@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.guidance.conftest import EnvFactory
+from tests.conftest import EnvFactory
 from zelda_rlaif.game.actions import Action
 from zelda_rlaif.game.env import ZeldaEnv
 from zelda_rlaif.game.guidance.planner import Plan, RulesPlanner

@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from tests.guidance.conftest import Answers, EnvFactory, llm_settings, runtime
+from tests.conftest import EnvFactory
+from tests.guidance.conftest import Answers, llm_settings, runtime
 from tests.support.openai_server import Fault, OpenAIServer
 from zelda_rlaif.game.actions import ACTION_NAMES, Action
 from zelda_rlaif.game.env import ZeldaEnv

@@ -4,7 +4,6 @@ suggestions the env takes in, text and vision alike."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -12,11 +11,8 @@ import pytest
 from tests.llm.conftest import Recorder
 from tests.support.llama_server import LlamaServer
 from zelda_rlaif.game.actions import ACTION_NAMES, Action
-from zelda_rlaif.game.config import EnvConfig
-from zelda_rlaif.game.env import ZeldaEnv
 from zelda_rlaif.game.guidance.client import GuidanceClient
 from zelda_rlaif.game.guidance.config import GuidanceConfig
-from zelda_rlaif.game.rewards.config import RewardConfig
 
 
 def guidance(server: LlamaServer, **overrides: Any) -> GuidanceConfig:
@@ -25,21 +21,6 @@ def guidance(server: LlamaServer, **overrides: Any) -> GuidanceConfig:
                               "per_env_rate_per_s": 1000.0, "global_rate_per_s": 1000.0, "burst": 1000,
                               "timeout_s": 30.0, "max_delay_steps": 100_000}
     return GuidanceConfig(**{**values, **overrides})
-
-
-@pytest.fixture
-def make_env() -> Iterator[Any]:
-    made: list[ZeldaEnv] = []
-
-    def make(config: GuidanceConfig) -> ZeldaEnv:
-        env = ZeldaEnv(EnvConfig(max_steps=100_000, start_jitter=0, rewards=RewardConfig(rnd=0.0), guidance=config))
-        env.reset(seed=0)
-        made.append(env)
-        return env
-
-    yield make
-    for env in made:
-        env.close()
 
 
 async def test_the_client_gets_a_button_and_a_reason_per_seed(real_llm: LlamaServer, recorder: Recorder) -> None:
@@ -62,7 +43,8 @@ async def test_the_client_gets_a_button_and_a_reason_per_seed(real_llm: LlamaSer
 @pytest.mark.parametrize("source", ["text", "vision"])
 def test_the_env_takes_in_suggestions_from_the_real_server(real_llm: LlamaServer, make_env: Any, source: str) -> None:
     vision = source == "vision"
-    env = make_env(guidance(real_llm, text_probability=0.0 if vision else 1.0, vision_probability=float(vision)))
+    env = make_env(**guidance(real_llm, text_probability=0.0 if vision else 1.0,
+                              vision_probability=float(vision)).model_dump())
     guide = env.guidance
     assert guide is not None
     for _ in range(3):

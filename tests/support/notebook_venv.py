@@ -27,13 +27,12 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
+from tests.support.project_source import copy_project_source
+
 ROOT = Path(__file__).resolve().parents[2]
 REQUIREMENTS = ROOT / "notebooks" / "requirements.txt"
 # What runs a notebook from a script (the test's side of it, not the notebook's).
 RUNNER_PACKAGES = ("nbclient==0.11.0", "nbformat==5.11.1", "ipykernel==7.4.0")
-# What pip needs to install the project from source (pyproject.toml's build system reads README.md too).
-SOURCES = ("pyproject.toml", "README.md", "shared", "services")
-IGNORED = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info", "build", "*.gbc", "*.state")
 # The checkout's packages, for the notebook's kernel (mypy_path in pyproject.toml lists the same roots).
 SOURCE_ROOTS = ("shared", "services/trainer", "services/judge", "services/reward-model", "services/hud")
 
@@ -77,14 +76,7 @@ def notebook_python() -> Path:
     venv.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=f"{venv.name}.", dir=venv.parent) as work:
         staging = Path(work) / "venv"
-        source = Path(work) / "source"
-        source.mkdir()
-        for name in SOURCES:
-            path = ROOT / name
-            if path.is_dir():
-                shutil.copytree(path, source / name, ignore=IGNORED)
-            else:
-                shutil.copy2(path, source / name)
+        source = copy_project_source(Path(work) / "source")
         (source / "notebooks").mkdir()
         shutil.copy2(REQUIREMENTS, source / "notebooks" / REQUIREMENTS.name)
         subprocess.run([sys.executable, "-m", "venv", str(staging)], check=True, timeout=120)
