@@ -589,7 +589,8 @@ def main() -> None:
     rounds: list[dict[str, dict[str, Any]]] = []
     with tempfile.TemporaryDirectory(prefix="bench-peers-") as tmp:
         for index in range(args.rounds):
-            order = contenders[index % len(contenders):] + contenders[:index % len(contenders)]
+            shift = index % len(contenders) if contenders else 0  # every contender skipped: nothing to run
+            order = contenders[shift:] + contenders[:shift]
             results: dict[str, dict[str, Any]] = {}
             for contender in order:
                 child = "zelda-rlaif" if contender.runners else contender.name
