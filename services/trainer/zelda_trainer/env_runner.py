@@ -43,6 +43,7 @@ from ray.rllib.core import COMPONENT_RL_MODULE, DEFAULT_AGENT_ID, DEFAULT_MODULE
 from ray.rllib.core.columns import Columns
 from ray.rllib.env.single_agent_env_runner import SingleAgentEnvRunner
 from ray.rllib.env.single_agent_episode import SingleAgentEpisode
+from ray.rllib.utils import force_list
 from ray.rllib.utils.metrics import (
     ENV_RESET_TIMER,
     ENV_STEP_TIMER,
@@ -108,7 +109,7 @@ class ZeldaEnvRunner(SingleAgentEnvRunner):
         self._env_seed = None if seed is None else int(seed) + int(self.worker_index or 0)
         self._action_rng = np.random.default_rng(None if seed is None else [int(seed), int(self.worker_index or 0)])
         # The config's callbacks, our own instances (RLlib's loop keeps its own; ours only observe and log).
-        self._episode_callbacks = [cls() for cls in _as_list(self.config.callbacks_class)]
+        self._episode_callbacks = [cls() for cls in force_list(self.config.callbacks_class)]
         self._rollout: _Rollout | None = None  # while the lean loop owns the envs
         self._weights_seq_no_seen = 0  # the WEIGHTS_SEQ_NO of the weights the module holds
         self._restarted = _restarted_by_ray()
@@ -165,7 +166,7 @@ class ZeldaEnvRunner(SingleAgentEnvRunner):
                 # process: its next sample starts from a fresh reset, not from envs left half-stepped.
                 self._rollout = None
                 raise
-            self._callback("on_sample_end", samples=samples)
+            self._callback("on_sample_end", env_runner=self, metrics_logger=self.metrics, samples=samples)
         return samples
 
     def _sample_timesteps(self, num_timesteps: int, force_reset: bool) -> list[SingleAgentEpisode]:
@@ -270,8 +271,6 @@ class ZeldaEnvRunner(SingleAgentEnvRunner):
                        env=self.env.unwrapped, rl_module=self.module, env_index=index, **extra)  # type: ignore[union-attr]
 
     def _callback(self, which: str, **kwargs: Any) -> None:
-        if which == "on_sample_end":
-            kwargs = {"env_runner": self, "metrics_logger": self.metrics, **kwargs}
         make_callback(which, callbacks_objects=self._episode_callbacks,
                       callbacks_functions=getattr(self.config, f"callbacks_{which}", None), kwargs=kwargs)
 
@@ -302,12 +301,6 @@ class ZeldaEnvRunner(SingleAgentEnvRunner):
                                    (EPISODE_RETURN_MIN, total_return, "min"),
                                    (EPISODE_RETURN_MAX, total_return, "max")):
             self.metrics.log_value(key, value, reduce=reduce, window=window)
-
-
-def _as_list(value: Any) -> list[Any]:
-    if value is None:
-        return []
-    return list(value) if isinstance(value, list | tuple) else [value]
 
 
 def _restarted_by_ray() -> bool:
