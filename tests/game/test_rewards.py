@@ -193,3 +193,26 @@ def test_rnd_is_part_of_the_default_rewards() -> None:
     env.reset(seed=0)
     assert "rnd" in {name for _ in range(20) for name in act(env, Action.RIGHT)[1]}
     env.close()
+
+
+def test_quest_novelty_lasts_across_episodes_and_returns_with_each_milestone() -> None:
+    env = ZeldaEnv(EnvConfig(max_steps=5000, start_jitter=0, rewards=RewardConfig(rnd=0.0, quest_novelty=1.0)))
+    try:
+        env.reset(seed=0)
+        assert walk_out(env, Action.UP)[-1][1]["quest_novelty"] == 1.0  # room $01, no milestone yet
+        assert "quest_novelty" not in walk_out(env, Action.DOWN)[-1][1]  # the start room was entered at reset
+        assert "quest_novelty" not in walk_out(env, Action.UP)[-1][1]  # $01 again in this episode
+        took_key = hold(env, Action.UP, lambda s: s["keys"] > 0)[-1][1]
+        assert took_key["quest_novelty"] == 1.0  # holding the key, $01 is a new cell
+        assert walk_out(env, Action.DOWN)[-1][1]["quest_novelty"] == 1.0  # and so is the start room
+
+        env.reset()  # counts last across episodes: a second episode's entry pays 1/sqrt(2)
+        assert walk_out(env, Action.UP)[-1][1]["quest_novelty"] == pytest.approx(2 ** -0.5)
+        env.reset(seed=0)  # a seeded reset forgets them
+        assert walk_out(env, Action.UP)[-1][1]["quest_novelty"] == 1.0
+    finally:
+        env.close()
+
+
+def test_quest_novelty_is_off_by_default(env: ZeldaEnv) -> None:
+    assert all("quest_novelty" not in components for _, components, _ in walk_out(env, Action.UP))

@@ -78,6 +78,7 @@ class ZeldaEnv(gym.Env[Any, int]):
         self.shaping_return = 0.0
         self.milestones_reached: set[str] = set()
         self._milestones_left: tuple[Milestone, ...] = ()
+        self._milestone_bits = {m.name: 1 << bit for bit, m in enumerate(self.profile.milestones)}
         self._reset_episode_state()
 
     # Gymnasium API
@@ -131,8 +132,10 @@ class ZeldaEnv(gym.Env[Any, int]):
         self._raw = cur
         self._obs, tile_before = self._observe(
             health_delta=cur.get("health", 0) - prev.get("health", 0), new_room=new_room, pressed_start=action == START)
+        if self._milestones_left:  # before the rewards: a component may pay for this step's milestone
+            self._check_milestones(cur)
         ctx = StepContext(prev, cur, action, room_changed, entries_before, tile_before, self.still_steps,
-                          obs_prev, self._obs)
+                          obs_prev, self._obs, self._progress)
         components: dict[str, float] = {}
         for component in self.components:
             component.add(ctx, components)
@@ -141,8 +144,6 @@ class ZeldaEnv(gym.Env[Any, int]):
         reward = float(sum(components.values()))
         self.episode_return += reward
         self.shaping_return += components.get("shaping", 0.0)
-        if self._milestones_left:
-            self._check_milestones(cur)
         info = self._info(components)
         info["action_name"] = ACTION_NAMES[action]
         obs = self._with_pixels(self._obs) if self._pixel_observation else self._obs
@@ -194,6 +195,7 @@ class ZeldaEnv(gym.Env[Any, int]):
         reached = [m for m in self._milestones_left if m.reached(state)]
         if reached:
             self.milestones_reached.update(m.name for m in reached)
+            self._progress |= sum(self._milestone_bits[m.name] for m in reached)
             self._milestones_left = tuple(m for m in self._milestones_left if m not in reached)
 
     def _reset_episode_state(self) -> None:
@@ -205,6 +207,7 @@ class ZeldaEnv(gym.Env[Any, int]):
         self.episode_return = 0.0
         self.shaping_return = 0.0
         self.milestones_reached = set()
+        self._progress = 0  # milestones_reached as bits (StepContext.progress)
 
     def _observe(self, *, health_delta: int, new_room: bool, pressed_start: bool) -> tuple[np.ndarray, int]:
         """The observation after counting the player's tile in the coverage; also returns the tile's earlier

@@ -6,6 +6,7 @@ facts of this step) and never touch the emulator, so they are easy to test with 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Collection
 from operator import itemgetter
 
@@ -87,6 +88,46 @@ class Coverage(_Stateless):
             out["new_tile"] = self.c.new_tile
 
 
+class QuestNovelty:
+    """Count-based novelty over (group, room, quest progress) cells whose counts last across episodes.
+
+    The per-episode room bonus pays every room again in every episode, so once the start area is known nothing
+    says that walking it *with the key* is new. Here a cell pays on its first entry in an episode, decaying with
+    the number of earlier episodes (of this emulator) that entered it, as in count-based exploration (Bellemare et
+    al., 2016); reaching a milestone makes every room a new cell. The route past a milestone was found too rarely
+    to imitate or shape towards (docs/results.md, section 7): this pays for looking for it. A seeded reset
+    forgets the counts, so that the same seed and actions give the same rewards.
+    """
+
+    def __init__(self, config: RewardConfig) -> None:
+        self.c = config
+        self._episodes_entered: dict[tuple[int, int, int], int] = {}
+        self._entered: set[tuple[int, int, int]] = set()
+        self._progress = -1
+
+    def reset(self, obs: np.ndarray) -> None:
+        self._entered.clear()
+        self._progress = -1  # the first step marks the start cell, which pays nothing: the episode began there
+
+    def reseed(self, seed: int) -> None:
+        self._episodes_entered.clear()
+
+    def add(self, ctx: StepContext, out: dict[str, float]) -> None:
+        if self._progress < 0:
+            self._entered.add((ctx.prev.get("group", 0), ctx.prev.get("room", 0), 0))
+            self._progress = 0
+        if not ctx.room_changed and ctx.progress == self._progress:
+            return
+        self._progress = ctx.progress
+        cell = (ctx.cur.get("group", 0), ctx.cur.get("room", 0), ctx.progress)
+        if cell in self._entered:
+            return
+        self._entered.add(cell)
+        before = self._episodes_entered.get(cell, 0)
+        self._episodes_entered[cell] = before + 1
+        out["quest_novelty"] = self.c.quest_novelty / math.sqrt(1 + before)
+
+
 class Behaviour(_Stateless):
     """Penalties for standing still too long and for pressing START (menu surfing)."""
 
@@ -155,6 +196,8 @@ def default_components(config: RewardConfig, seed: int, state_fields: Collection
     stack."""
     shaping = Shaping(config)
     components: list[RewardComponent] = [GameEvents(config, state_fields), Coverage(config), Behaviour(config)]
+    if config.quest_novelty > 0:
+        components.append(QuestNovelty(config))
     if config.rnd > 0:
         components.append(Curiosity(config, seed))
     if guidance is not None:

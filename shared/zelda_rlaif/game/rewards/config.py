@@ -29,6 +29,11 @@ class RewardConfig(BaseModel):
     death: float = Field(-1.0, description="per death")
     # Coverage
     new_tile: float = Field(0.05, description="first visit of a 16x16 tile this episode")
+    quest_novelty: float = Field(
+        0.0, ge=0.0, description="first entry this episode into a (room, quest progress) cell, times "
+        "1/sqrt(1 + earlier episodes of this emulator that entered it): novelty that lasts across episodes, and "
+        "comes back for every room once a milestone is reached (a room holding the key is a new place to be); "
+        "0 turns it off")
     # Behaviour
     stuck: float = Field(-0.01, description="per step without moving, after stuck_after steps")
     stuck_after: int = Field(10, ge=1, description="steps without moving before the stuck penalty applies")

@@ -25,6 +25,8 @@ class StepContext:
     still_steps: int
     obs_prev: np.ndarray
     obs: np.ndarray
+    # The quest milestones reached so far this episode, one bit each in the profile's order (this step's included).
+    progress: int = 0
 
 
 class RewardComponent(Protocol):
