@@ -60,6 +60,7 @@ class Contender:
     label: str
     needs: str | None = None  # the module a peer library brings; None: the project's own
     runners: int = 0  # zelda-rlaif only
+    overlap: bool = False  # zelda-rlaif only: ZELDA_TRAINER_OVERLAP_SAMPLING
 
 
 CONTENDERS = {
@@ -74,9 +75,10 @@ CONTENDERS = {
 }
 
 
-def zelda_contender(runners: int) -> Contender:
-    return Contender(f"zelda-rlaif-{runners}r", f"zelda-rlaif trainer, {runners} env runner{'s' * (runners > 1)}",
-                     runners=runners)
+def zelda_contender(runners: int, overlap: bool = False) -> Contender:
+    return Contender(f"zelda-rlaif-{runners}r{'-overlap' * overlap}",
+                     f"zelda-rlaif trainer, {runners} env runner{'s' * (runners > 1)}"
+                     f"{', sampling while learning' * overlap}", runners=runners, overlap=overlap)
 
 
 # ---------------------------------------------------------------------------------------------- the shared pieces
@@ -170,7 +172,8 @@ def run_zelda(args: argparse.Namespace) -> dict[str, Any]:
             store["used"] = max(store["used"], used)
 
     trained, sampled = training_rate(args.runners, args.emulators // args.runners, args.iterations,
-                                     {"train_batch_size": 2048, "minibatch_size": 512}, read_object_store)
+                                     {"train_batch_size": 2048, "minibatch_size": 512}, read_object_store,
+                                     overlap=args.overlap == "on")
     return {"steps_per_s": trained, "sampling_alone_steps_per_s": sampled,
             "object_store_peak_bytes": store["used"], "object_store_capacity_bytes": store["capacity"]}
 
@@ -442,7 +445,8 @@ def run_child(name: str, contender: Contender, args: argparse.Namespace, workdir
     out.unlink(missing_ok=True)
     command = [sys.executable, str(Path(__file__).resolve()), "--child", name, "--out", str(out),
                "--iterations", str(args.iterations), "--raw-seconds", str(args.raw_seconds),
-               "--runners", str(contender.runners or 1), "--emulators", str(args.emulators)]
+               "--runners", str(contender.runners or 1), "--emulators", str(args.emulators),
+               "--overlap", "on" if contender.overlap else "off"]
     log = workdir / f"{contender.name}.log"
     peaks = MemoryPeaks()
     started = time.perf_counter()
@@ -545,6 +549,9 @@ def main() -> None:
                         help=f"comma-separated, from: {', '.join(CONTENDERS)}")
     parser.add_argument("--runners", default="2", help="env runners of the zelda-rlaif trainer sharing the 16 "
                         "emulators; a list (1,2) measures each, the first is the reference of the ratios")
+    parser.add_argument("--overlap", default="off,on", help="the zelda-rlaif trainer without (off) and with (on) "
+                        "sampling while it learns (ZELDA_TRAINER_OVERLAP_SAMPLING); a list measures each, for each "
+                        "--runners; the first is the reference of the ratios")
     parser.add_argument("--emulators", type=int, default=EMULATORS, help="emulators per contender (the comparison "
                         "is at 16; fewer only make the smoke test quicker)")
     parser.add_argument("--rounds", type=int, default=3, help="rounds, each contender once per round")
@@ -568,17 +575,21 @@ def main() -> None:
     runner_counts = [int(count) for count in args.runners.split(",")]
     if any(count < 1 or args.emulators % count for count in runner_counts):
         parser.error(f"--runners must divide the {args.emulators} emulators")
+    overlap_choices = [choice.strip() for choice in args.overlap.split(",") if choice.strip()]
+    if not overlap_choices or any(choice not in {"off", "on"} for choice in overlap_choices):
+        parser.error(f"--overlap takes off, on or both (off,on), not {args.overlap!r}")
+    overlaps = [choice == "on" for choice in overlap_choices]
     contenders: list[Contender] = []
     for name in names:
         if name == "zelda-rlaif":
-            contenders += [zelda_contender(count) for count in runner_counts]
+            contenders += [zelda_contender(count, overlap) for count in runner_counts for overlap in overlaps]
         elif available(CONTENDERS[name]):
             contenders.append(CONTENDERS[name])
         elif CONTENDERS[name].needs == "pufferlib":
             print(f"skipped {name}: pufferlib is not installed; build it for CPU with `{INSTALL_PEERS}` (~3 min)")
         else:
             print(f"skipped {name}: {CONTENDERS[name].needs} is not installed (pip install -e '.[bench]')")
-    reference = zelda_contender(runner_counts[0]).name if "zelda-rlaif" in names else ""
+    reference = zelda_contender(runner_counts[0], overlaps[0]).name if "zelda-rlaif" in names else ""
     if "raw" not in names:
         print("note: raw not measured: no ratio to raw PyBoy")
 

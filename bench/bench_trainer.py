@@ -49,18 +49,20 @@ def raw_limit(processes: int, seconds: float, frame_skip: int) -> float:
 
 
 def training_rate(runners: int, envs_per_runner: int, iterations: int, ppo_overrides: dict[str, int],
-                  on_iteration: Callable[[], None] | None = None) -> tuple[float, float]:
-    """Env steps/s trained (sampling and learning in turn), then sampled alone by the same env runners.
-    ``on_iteration`` is called after every training iteration (bench_peers.py reads Ray's object store there)."""
+                  on_iteration: Callable[[], None] | None = None, overlap: bool = False) -> tuple[float, float]:
+    """Env steps/s trained (sampling and learning in turn, or at once with ``overlap``), then sampled alone by the
+    same env runners. ``on_iteration`` is called after every training iteration (bench_peers.py reads Ray's object
+    store there)."""
     import ray
 
     from zelda_trainer import metrics
     from zelda_trainer.algorithm import build_config, set_learner_threads
+    from zelda_trainer.overlap import AHEAD_TAG
     from zelda_trainer.settings import PPOSettings, TrainerSettings
     from zelda_trainer.training import init_ray
 
     settings = TrainerSettings(run_id="bench", num_env_runners=runners, envs_per_runner=envs_per_runner,
-                               export_fraction=0.0, live_frames=False, ray_num_cpus=runners,
+                               export_fraction=0.0, live_frames=False, ray_num_cpus=runners, overlap_sampling=overlap,
                                ppo=PPOSettings.model_validate(ppo_overrides))
     init_ray(settings)  # as the trainer does: its object store size too
     set_learner_threads(settings)  # as the trainer does
@@ -76,6 +78,8 @@ def training_rate(runners: int, envs_per_runner: int, iterations: int, ppo_overr
             probing += time.perf_counter() - probe_started  # not the trainer's time
     elapsed = time.perf_counter() - started - probing
     steps = metrics.lifetime_env_steps(result) - start_steps
+    # With overlap the timed iterations start and end with a batch in flight (a steady state); it is not timed.
+    algo.env_runner_group.fetch_ready_async_reqs(tags=AHEAD_TAG, timeout_seconds=None)
     # The same env runners sampling the same number of steps with no learner update in between: the rate a
     # learner on its own device (a GPU) could approach, since PPO samples and learns in turn.
     per_runner = algo.config.train_batch_size_per_learner // runners

@@ -14,12 +14,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from ray.rllib.algorithms import algorithm as rllib_algorithm
+from ray.rllib.algorithms.ppo import PPO
+from ray.rllib.algorithms.ppo import ppo as rllib_ppo
 from ray.rllib.env import env_runner as rllib_env_runner
 from ray.rllib.env import single_agent_env_runner as rllib_single_agent_env_runner
 from ray.rllib.env.single_agent_env_runner import SingleAgentEnvRunner
 from ray.rllib.env.single_agent_episode import SingleAgentEpisode
 
 from zelda_trainer import env_runner as our_env_runner
+from zelda_trainer import overlap as our_overlap
 from zelda_trainer.algorithm import build_config
 from zelda_trainer.env_runner import ZeldaEnvRunner
 from zelda_trainer.settings import TrainerSettings
@@ -57,6 +61,18 @@ def test_the_runner_touches_no_private_member_of_rllib() -> None:
     assert our_env_runner.__file__ is not None
     shared = _self_attributes(our_env_runner.__file__) & rllib_private
     assert not shared, f"env_runner.py uses RLlib's private members {sorted(shared)}: use a public API instead"
+
+
+def test_overlapping_ppo_touches_no_private_member_of_rllib() -> None:
+    rllib_private = set()
+    for module in (rllib_algorithm, rllib_ppo):
+        assert module.__file__ is not None
+        rllib_private |= _self_attributes(module.__file__)
+    for cls in PPO.__mro__:
+        rllib_private |= {name for name in vars(cls) if name.startswith("_") and not name.startswith("__")}
+    assert our_overlap.__file__ is not None
+    shared = _self_attributes(our_overlap.__file__) & rllib_private
+    assert not shared, f"overlap.py uses RLlib's private members {sorted(shared)}: use a public API instead"
 
 
 def test_sample_keeps_the_signature_the_algorithms_call() -> None:

@@ -11,6 +11,7 @@ from ray.tune.registry import register_env
 from zelda_trainer.callbacks import ZeldaCallbacks
 from zelda_trainer.env_config import training_env_config
 from zelda_trainer.env_runner import ZeldaEnvRunner, resync_restored_runners
+from zelda_trainer.overlap import OverlappingPPO
 from zelda_trainer.rl_module import ZeldaMLPModule
 from zelda_trainer.self_imitation import CONFIG_KEY, SelfImitationLearner
 from zelda_trainer.settings import TrainerSettings
@@ -44,7 +45,8 @@ def build_config(settings: TrainerSettings, profile: str, epoch: int) -> PPOConf
     ppo = settings.ppo
     gpus = learner_gpus(settings)
     config = (
-        PPOConfig()
+        # With overlap_sampling, PPO that samples the next batch while it learns (see overlap.py).
+        PPOConfig(algo_class=OverlappingPPO if settings.overlap_sampling else None)
         .environment(ENV_NAME, env_config=env_config.to_env_context())
         .env_runners(
             num_env_runners=settings.num_env_runners,

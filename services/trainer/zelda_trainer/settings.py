@@ -100,6 +100,10 @@ class TrainerSettings(BaseSettings):
         None, ge=1, description="torch threads of a CPU learner (it runs in the driver); unset: every core the "
         "driver may use, since PPO samples and learns in turn and the env runners' cores are idle while it learns"
     )
+    # Off by default: on 2 cores the learner and the runners share them, and bench/bench_peers.py measures what it
+    # gives there (docs/performance.md); it pays with a GPU learner or more cores than env runners.
+    overlap_sampling: bool = Field(False, description="sample the next batch while learning on this one, with the "
+                                   "weights of one update before (zelda_trainer.overlap); needs env runners")
     ray_address: str | None = Field(None, description="existing Ray cluster address; unset starts a local Ray")
     ray_num_cpus: int | None = Field(None, ge=1, description="CPUs for a local Ray (default: all)")
     # Ray's own default is 30% of the memory it sees (1.2 GB of a 4 GB pod, on top of ~2 GB of processes), in

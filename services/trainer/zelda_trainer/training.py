@@ -36,6 +36,7 @@ from zelda_rlaif.subjects import EPOCH_EXPORTED, LIVE_METRICS, SEGMENT_EXPORTED
 from zelda_trainer import checkpoints, metrics
 from zelda_trainer.env_config import EnvSync
 from zelda_trainer.evaluation.during_training import TrainingEvaluator
+from zelda_trainer.overlap import OverlappingPPO
 from zelda_trainer.progress import ConsoleProgress, epoch_line
 from zelda_trainer.reward_models import LoadedModel, RewardModelFollower
 from zelda_trainer.self_imitation import BestSegments
@@ -103,6 +104,9 @@ class Trainer:
                                           profile.milestones, imitation.per_milestone) \
             if imitation.weight > 0 else None
         self._env_steps = 0
+        # The most env steps one iteration can count: its batch, plus each emulator's last vector step past it.
+        self._longest_iteration = settings.ppo.train_batch_size + max(settings.num_env_runners, 1) * \
+            settings.envs_per_runner
         self._algo: Any = None
         # Set on resume: the saved policy's fingerprint and what each env runner samples with after the sync.
         self.restored_fingerprint: float | None = None
@@ -226,6 +230,8 @@ class Trainer:
             await self._update_best_segments(list(follower.updates))
             iteration_started = time.monotonic()
             before = steps
+            if isinstance(algo, OverlappingPPO):  # nothing is sampled past the epoch's end (see overlap.py)
+                algo.sample_ahead = steps - start_steps + self._longest_iteration < self.settings.steps_per_epoch
             result = await asyncio.to_thread(algo.train)
             steps = self._env_steps = metrics.lifetime_env_steps(result)
             rate = (steps - before) / max(time.monotonic() - iteration_started, 1e-6)

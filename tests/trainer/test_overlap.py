@@ -1,0 +1,88 @@
+"""``ZELDA_TRAINER_OVERLAP_SAMPLING``: PPO that samples the next batch while it learns, on real Ray env runners."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+from nats.aio.msg import Msg
+
+from zelda_rlaif.bus import Bus
+from zelda_rlaif.events import EpochExported, SegmentExported
+from zelda_rlaif.settings import NatsSettings, StoreSettings
+from zelda_rlaif.storage import keys, open_store
+from zelda_rlaif.subjects import EPOCH_EXPORTED, SEGMENT_EXPORTED
+from zelda_trainer import checkpoints, metrics
+from zelda_trainer.algorithm import build_config
+from zelda_trainer.overlap import AHEAD_TAG, OverlappingPPO
+from zelda_trainer.settings import PPOSettings, TrainerSettings
+from zelda_trainer.training import Trainer
+
+pytestmark = pytest.mark.slow
+
+
+def overlapping(**fields: object) -> TrainerSettings:
+    return TrainerSettings.model_validate({
+        "run_id": "overlap-test", "overlap_sampling": True, "num_env_runners": 2, "envs_per_runner": 1,
+        "episode_steps": 200, "segment_steps": 100, "export_fraction": 0.0, "live_frames": False,
+        "tensorboard_dir": None, "ppo": PPOSettings(train_batch_size=300, minibatch_size=100, num_epochs=2),
+        **fields})
+
+
+def test_each_iteration_learns_a_full_batch_while_the_next_one_is_sampled(ray_local: None) -> None:
+    algo = build_config(overlapping(), "testworld", 0).build_algo()
+    try:
+        assert isinstance(algo, OverlappingPPO)
+        group = algo.env_runner_group
+        assert group is not None
+        steps = [metrics.lifetime_env_steps(algo.train()) for _ in range(3)]
+        assert steps[0] >= 300 and all(later - earlier >= 300 for earlier, later in zip(steps, steps[1:]))
+        # Both runners are playing the next batch, with the weights of the update before the one just made...
+        ahead: list[tuple[int, tuple[list[Any], Any]]] = group.fetch_ready_async_reqs(tags=AHEAD_TAG, timeout_seconds=None)
+        assert len(ahead) == 2 and all(sum(len(e) for e in episodes) >= 150 for _, (episodes, _) in ahead)
+        # ...which the next iteration would have learned on; that one is gone, so it samples at once (topping up).
+        algo.sample_ahead = False
+        assert metrics.lifetime_env_steps(algo.train()) >= steps[-1] + 300
+        assert group.fetch_ready_async_reqs(tags=AHEAD_TAG, timeout_seconds=None) == []  # nothing left playing
+    finally:
+        algo.stop()
+
+
+async def test_a_run_with_overlap_keeps_every_epoch_exact(
+    ray_local: None, bus: Bus, nats_settings: NatsSettings, s3_store_settings: StoreSettings, run_id: str
+) -> None:
+    store = open_store(s3_store_settings, create_bucket=True)
+    segments: list[SegmentExported] = []
+    epochs: list[EpochExported] = []
+
+    async def on_segment(msg: Msg) -> None:
+        event = SegmentExported.model_validate_json(msg.data)
+        if event.run_id == run_id:
+            segments.append(event)
+
+    async def on_epoch(msg: Msg) -> None:
+        event = EpochExported.model_validate_json(msg.data)
+        if event.run_id == run_id:
+            epochs.append(event)
+
+    await bus.subscribe_live(SEGMENT_EXPORTED.subject, on_segment)
+    await bus.subscribe_live(EPOCH_EXPORTED.subject, on_epoch)
+    # 600 steps per epoch in batches of 300: the first iteration of each epoch samples ahead, the last does not.
+    settings = overlapping(run_id=run_id, epochs=2, steps_per_epoch=600, export_fraction=1.0, frame_every=10,
+                           nats=nats_settings, store=s3_store_settings)
+    summary = await Trainer(settings, show_progress=False).run()
+    await asyncio.sleep(0.2)
+
+    assert [e.epoch for e in epochs] == [0, 1]
+    for epoch in epochs:  # every segment announced once, in the epoch it was played in
+        announced = [s for s in segments if s.epoch == epoch.epoch]
+        assert epoch.segments_exported == len(announced) > 0
+        assert len({s.segment_id for s in announced}) == len(announced)
+        stored = {key.rsplit("/", 2)[-2] for key in store.list(keys.epoch_segments(run_id, epoch.epoch))
+                  if keys.is_segment_manifest(key)}
+        assert stored == {s.segment_id for s in announced}
+    # Each epoch learned on what it played: two batches, not one sampled past its end.
+    assert [report.epoch_env_steps for report in summary.epochs] == [600, 600]
+    latest = checkpoints.latest(store, run_id)
+    assert latest is not None and latest.epoch == 1 and latest.env_steps == summary.env_steps == 1200
