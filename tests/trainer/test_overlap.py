@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from itertools import pairwise
 from typing import Any
 
 import pytest
@@ -37,9 +38,10 @@ def test_each_iteration_learns_a_full_batch_while_the_next_one_is_sampled(ray_lo
         group = algo.env_runner_group
         assert group is not None
         steps = [metrics.lifetime_env_steps(algo.train()) for _ in range(3)]
-        assert steps[0] >= 300 and all(later - earlier >= 300 for earlier, later in zip(steps, steps[1:]))
+        assert steps[0] >= 300 and all(later - earlier >= 300 for earlier, later in pairwise(steps))
         # Both runners are playing the next batch, with the weights of the update before the one just made...
-        ahead: list[tuple[int, tuple[list[Any], Any]]] = group.fetch_ready_async_reqs(tags=AHEAD_TAG, timeout_seconds=None)
+        ahead: list[tuple[int, tuple[list[Any], Any]]] = group.fetch_ready_async_reqs(tags=AHEAD_TAG,
+                                                                                        timeout_seconds=None)
         assert len(ahead) == 2 and all(sum(len(e) for e in episodes) >= 150 for _, (episodes, _) in ahead)
         # ...which the next iteration would have learned on; that one is gone, so it samples at once (topping up).
         algo.sample_ahead = False
