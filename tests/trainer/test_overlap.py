@@ -15,12 +15,10 @@ from zelda_rlaif.settings import NatsSettings, StoreSettings
 from zelda_rlaif.storage import keys, open_store
 from zelda_rlaif.subjects import EPOCH_EXPORTED, SEGMENT_EXPORTED
 from zelda_trainer import checkpoints, metrics
-from zelda_trainer.algorithm import build_config
+from zelda_trainer.algorithm import build_config, set_learner_threads
 from zelda_trainer.overlap import AHEAD_TAG, OverlappingPPO
 from zelda_trainer.settings import PPOSettings, TrainerSettings
 from zelda_trainer.training import Trainer
-
-pytestmark = pytest.mark.slow
 
 
 def overlapping(**fields: object) -> TrainerSettings:
@@ -31,6 +29,7 @@ def overlapping(**fields: object) -> TrainerSettings:
         **fields})
 
 
+@pytest.mark.slow
 def test_each_iteration_learns_a_full_batch_while_the_next_one_is_sampled(ray_local: None) -> None:
     algo = build_config(overlapping(), "testworld", 0).build_algo()
     try:
@@ -51,6 +50,7 @@ def test_each_iteration_learns_a_full_batch_while_the_next_one_is_sampled(ray_lo
         algo.stop()
 
 
+@pytest.mark.slow
 async def test_a_run_with_overlap_keeps_every_epoch_exact(
     ray_local: None, bus: Bus, nats_settings: NatsSettings, s3_store_settings: StoreSettings, run_id: str
 ) -> None:
@@ -88,3 +88,16 @@ async def test_a_run_with_overlap_keeps_every_epoch_exact(
     assert [report.epoch_env_steps for report in summary.epochs] == [600, 600]
     latest = checkpoints.latest(store, run_id)
     assert latest is not None and latest.epoch == 1 and latest.env_steps == summary.env_steps == 1200
+
+
+def test_an_overlapping_cpu_learner_leaves_the_runners_their_cores() -> None:
+    import torch
+
+    threads = torch.get_num_threads()
+    try:
+        set_learner_threads(overlapping(num_gpus_per_learner=0))
+        assert torch.get_num_threads() == 1
+        set_learner_threads(overlapping(num_gpus_per_learner=0, learner_threads=2))
+        assert torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(threads)

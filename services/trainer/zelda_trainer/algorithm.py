@@ -34,6 +34,9 @@ def set_learner_threads(settings: TrainerSettings) -> None:
     if learner_gpus(settings):
         torch.set_num_threads(1)  # the driver only coordinates; the learner actor has the GPU
         return
+    if settings.overlap_sampling:  # the env runners keep sampling while it learns: their cores are not free
+        torch.set_num_threads(settings.learner_threads or 1)
+        return
     cores = settings.ray_num_cpus if settings.ray_num_cpus and not settings.ray_address else None
     torch.set_num_threads(settings.learner_threads or cores or len(os.sched_getaffinity(0)))
 

@@ -98,7 +98,8 @@ class TrainerSettings(BaseSettings):
     )
     learner_threads: int | None = Field(
         None, ge=1, description="torch threads of a CPU learner (it runs in the driver); unset: every core the "
-        "driver may use, since PPO samples and learns in turn and the env runners' cores are idle while it learns"
+        "driver may use, since PPO samples and learns in turn and the env runners' cores are idle while it learns "
+        "(1 with overlap_sampling, whose runners keep their cores busy)"
     )
     # Off by default: on 2 cores the learner and the runners share them, and bench/bench_peers.py measures what it
     # gives there (docs/performance.md); it pays with a GPU learner or more cores than env runners.
