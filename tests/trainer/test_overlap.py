@@ -7,13 +7,10 @@ from itertools import pairwise
 from typing import Any
 
 import pytest
-from nats.aio.msg import Msg
 
-from zelda_rlaif.bus import Bus
-from zelda_rlaif.events import EpochExported, SegmentExported
+from tests.trainer.conftest import RunEvents
 from zelda_rlaif.settings import NatsSettings, StoreSettings
 from zelda_rlaif.storage import keys, open_store
-from zelda_rlaif.subjects import EPOCH_EXPORTED, SEGMENT_EXPORTED
 from zelda_trainer import checkpoints, metrics
 from zelda_trainer.algorithm import build_config, set_learner_threads
 from zelda_trainer.overlap import AHEAD_TAG, OverlappingPPO
@@ -52,24 +49,11 @@ def test_each_iteration_learns_a_full_batch_while_the_next_one_is_sampled(ray_lo
 
 @pytest.mark.slow
 async def test_a_run_with_overlap_keeps_every_epoch_exact(
-    ray_local: None, bus: Bus, nats_settings: NatsSettings, s3_store_settings: StoreSettings, run_id: str
+    ray_local: None, run_events: RunEvents, nats_settings: NatsSettings, s3_store_settings: StoreSettings,
+    run_id: str
 ) -> None:
     store = open_store(s3_store_settings, create_bucket=True)
-    segments: list[SegmentExported] = []
-    epochs: list[EpochExported] = []
-
-    async def on_segment(msg: Msg) -> None:
-        event = SegmentExported.model_validate_json(msg.data)
-        if event.run_id == run_id:
-            segments.append(event)
-
-    async def on_epoch(msg: Msg) -> None:
-        event = EpochExported.model_validate_json(msg.data)
-        if event.run_id == run_id:
-            epochs.append(event)
-
-    await bus.subscribe_live(SEGMENT_EXPORTED.subject, on_segment)
-    await bus.subscribe_live(EPOCH_EXPORTED.subject, on_epoch)
+    segments, epochs = run_events.segments, run_events.epochs
     # 600 steps per epoch in batches of 300: the first iteration of each epoch samples ahead, the last does not.
     settings = overlapping(run_id=run_id, epochs=2, steps_per_epoch=600, export_fraction=1.0, frame_every=10,
                            nats=nats_settings, store=s3_store_settings)

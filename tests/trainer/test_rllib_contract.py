@@ -3,6 +3,7 @@ long run.
 
 The runner owns its rollout through RLlib's public interface only (``env_runner.py``); what it must match is what
 RLlib's own loop hands the learner and the metrics, so these tests run both loops on the same runner and compare.
+``OverlappingPPO`` (``overlap.py``) likewise builds its training step from public calls only.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import ast
 import inspect
 from collections.abc import Iterator
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import pytest
@@ -51,28 +53,21 @@ def _self_attributes(source_file: str) -> set[str]:
     return {name for name in names if name.startswith("_") and not name.startswith("__")}
 
 
-def test_the_runner_touches_no_private_member_of_rllib() -> None:
+@pytest.mark.parametrize(("ours", "rllib_modules", "rllib_class"), [
+    (our_env_runner, (rllib_env_runner, rllib_single_agent_env_runner), SingleAgentEnvRunner),
+    (our_overlap, (rllib_algorithm, rllib_ppo), PPO),
+], ids=["env_runner", "overlap"])
+def test_our_subclasses_touch_no_private_member_of_rllib(ours: ModuleType, rllib_modules: tuple[ModuleType, ...],
+                                                        rllib_class: type) -> None:
     rllib_private = set()
-    for module in (rllib_env_runner, rllib_single_agent_env_runner):
+    for module in rllib_modules:
         assert module.__file__ is not None
         rllib_private |= _self_attributes(module.__file__)
-    for cls in SingleAgentEnvRunner.__mro__:
+    for cls in rllib_class.__mro__:
         rllib_private |= {name for name in vars(cls) if name.startswith("_") and not name.startswith("__")}
-    assert our_env_runner.__file__ is not None
-    shared = _self_attributes(our_env_runner.__file__) & rllib_private
-    assert not shared, f"env_runner.py uses RLlib's private members {sorted(shared)}: use a public API instead"
-
-
-def test_overlapping_ppo_touches_no_private_member_of_rllib() -> None:
-    rllib_private = set()
-    for module in (rllib_algorithm, rllib_ppo):
-        assert module.__file__ is not None
-        rllib_private |= _self_attributes(module.__file__)
-    for cls in PPO.__mro__:
-        rllib_private |= {name for name in vars(cls) if name.startswith("_") and not name.startswith("__")}
-    assert our_overlap.__file__ is not None
-    shared = _self_attributes(our_overlap.__file__) & rllib_private
-    assert not shared, f"overlap.py uses RLlib's private members {sorted(shared)}: use a public API instead"
+    assert ours.__file__ is not None
+    shared = _self_attributes(ours.__file__) & rllib_private
+    assert not shared, f"{Path(ours.__file__).name} uses RLlib's private members {sorted(shared)}: use a public API"
 
 
 def test_sample_keeps_the_signature_the_algorithms_call() -> None:

@@ -8,11 +8,10 @@ import asyncio
 
 import numpy as np
 import pytest
-from nats.aio.msg import Msg
 
-from zelda_rlaif.bus import Bus
+from tests.trainer.conftest import RunEvents
 from zelda_rlaif.episodes import EpochReport
-from zelda_rlaif.events import EpochExported, LiveMetrics, RewardModelUpdated, SegmentExported, SegmentScored
+from zelda_rlaif.events import LiveMetrics, RewardModelUpdated, SegmentExported, SegmentScored
 from zelda_rlaif.reward_model.metadata import PairCounts, RewardModelMetadata
 from zelda_rlaif.reward_model.model_file import RewardModelFile
 from zelda_rlaif.reward_model.network import RewardNet
@@ -20,7 +19,6 @@ from zelda_rlaif.reward_model.normalization import Normalization
 from zelda_rlaif.segments import StepRecord
 from zelda_rlaif.settings import NatsSettings, StoreSettings
 from zelda_rlaif.storage import ObjectStore, keys, open_store
-from zelda_rlaif.subjects import EPOCH_EXPORTED, SEGMENT_EXPORTED
 from zelda_trainer import checkpoints
 from zelda_trainer.settings import PPOSettings, SelfImitationSettings, TrainerSettings
 from zelda_trainer.training import Trainer
@@ -51,26 +49,17 @@ def store_accepted_model(store: ObjectStore, run_id: str, epoch: int) -> None:
 
 
 async def test_two_epochs_export_checkpoint_and_resume(
-    ray_local: None, bus: Bus, nats_settings: NatsSettings, s3_store_settings: StoreSettings, run_id: str
+    ray_local: None, run_events: RunEvents, nats_settings: NatsSettings, s3_store_settings: StoreSettings,
+    run_id: str
 ) -> None:
     store = open_store(s3_store_settings, create_bucket=True)
-    segments: list[SegmentExported] = []
-    epochs: list[EpochExported] = []
+    segments, epochs = run_events.segments, run_events.epochs
 
-    async def on_segment(msg: Msg) -> None:
-        event = SegmentExported.model_validate_json(msg.data)
-        if event.run_id == run_id:
-            # Published only after the objects are stored: the manifest must already be readable.
-            assert store.exists(keys.segment_manifest(run_id, event.epoch, event.segment_id))
-            segments.append(event)
+    def manifest_stored(event: SegmentExported) -> None:
+        # Published only after the objects are stored: the manifest must already be readable.
+        assert store.exists(keys.segment_manifest(run_id, event.epoch, event.segment_id))
 
-    async def on_epoch(msg: Msg) -> None:
-        event = EpochExported.model_validate_json(msg.data)
-        if event.run_id == run_id:
-            epochs.append(event)
-
-    subs = [await bus.subscribe_live(SEGMENT_EXPORTED.subject, on_segment),
-            await bus.subscribe_live(EPOCH_EXPORTED.subject, on_epoch)]
+    run_events.on_segment = manifest_stored
 
     summary = await Trainer(small_run(run_id, nats_settings, s3_store_settings, 2), show_progress=False).run()
     await asyncio.sleep(0.2)
@@ -147,5 +136,3 @@ async def test_two_epochs_export_checkpoint_and_resume(
     saved = resumed_trainer.restored_fingerprint
     assert saved is not None and saved == pytest.approx(latest.policy_fingerprint)
     assert resumed_trainer.runner_fingerprints_after_restore == pytest.approx([saved, saved], rel=1e-5)
-    for sub in subs:
-        await sub.unsubscribe()
