@@ -29,6 +29,8 @@ class RewardConfig(BaseModel):
     death: float = Field(-1.0, description="per death")
     # Coverage
     new_tile: float = Field(0.05, description="first visit of a 16x16 tile this episode")
+    # Off: in the 30 x 16,384-step ablation (docs/results.md, section 8) it let the loop get past the key in every
+    # seed and plain PPO find the gate once, but the loop explored no further than without it (section 7).
     quest_novelty: float = Field(
         0.0, ge=0.0, description="first entry this episode into a (room, quest progress) cell, times "
         "1/sqrt(1 + earlier episodes of this emulator that entered it): novelty that lasts across episodes, and "
