@@ -245,8 +245,8 @@ def main() -> None:
     print(note)
     # Last, so that the results are written even where matplotlib is missing.
     plot(rows, args.plot, "Training episodes per epoch (not the eval of the table): fraction reaching each milestone\n"
-         f"{args.epochs} epochs x {args.steps_per_epoch} env steps, training seeds {args.seeds}; "
-         "dashed: the random policy's eval")
+         f"{args.epochs} epochs x {args.steps_per_epoch} env steps, training seeds {args.seeds}"
+         + ("; dashed: the random policy's eval" if RANDOM.name in args.arms else ""))
     print(f"written: {args.out / 'results.json'}, {args.out / 'results.md'}, {args.plot}")
 
 
