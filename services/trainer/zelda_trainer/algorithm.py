@@ -35,10 +35,11 @@ def set_learner_threads(settings: TrainerSettings) -> None:
         torch.set_num_threads(1)  # the driver only coordinates; the learner actor has the GPU
         return
     if settings.overlap_sampling:  # the env runners keep sampling while it learns: their cores are not free
-        torch.set_num_threads(settings.learner_threads or 1)
-        return
-    cores = settings.ray_num_cpus if settings.ray_num_cpus and not settings.ray_address else None
-    torch.set_num_threads(settings.learner_threads or cores or len(os.sched_getaffinity(0)))
+        free_cores = 1
+    else:  # PPO samples, then learns: the runners' cores are idle meanwhile
+        local = settings.ray_num_cpus if settings.ray_num_cpus and not settings.ray_address else None
+        free_cores = local or len(os.sched_getaffinity(0))
+    torch.set_num_threads(settings.learner_threads or free_cores)
 
 
 def build_config(settings: TrainerSettings, profile: str, epoch: int) -> PPOConfig:

@@ -8,6 +8,8 @@ update before the one that learns on it: PPO's importance ratio and clipping cor
 APPO-style learners. It pays where sampling and learning do not fight for the same cores (a GPU learner, more
 cores than runners); ``bench/bench_peers.py`` measures it on the machine at hand (docs/performance.md).
 
+PPO's ``training_step`` has no hook for its sampling, so this one repeats its learner update and weight sync
+(Ray 2.60's ``PPO.training_step``, new API stack); an RLlib upgrade that changes those should be followed here.
 Only RLlib's public algorithm and env-runner-group calls are used (``training_step``, ``foreach_env_runner_async``,
 ``fetch_ready_async_reqs``, ``foreach_env_runner``, ``LearnerGroup.update``, ``sync_weights``).
 
