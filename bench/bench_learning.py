@@ -12,7 +12,9 @@ Arms, each trained in its own ``zelda-rlaif up`` (its own processes, run directo
    run, only the shaping is off, so it differs from ``full`` in one thing (this is plain PPO on the env reward).
 3. ``self_imitation``: the full loop plus self-imitation on the top-K judged segments, with
    ``ZELDA_TRAINER_SELF_IMITATION__WEIGHT`` set to ``--sil-weight`` (K: the trainer's default).
-4. ``random``: ``zelda-rlaif eval --policy random`` on the first trained run's directory (same game, same seeds).
+4. ``judged_starts``: ``self_imitation`` plus judged starts: ``--judged-start-fraction`` of the training episodes
+   (``ZELDA_TRAINER_JUDGED_START_FRACTION``) begin at the end state of one of the kept judged segments.
+5. ``random``: ``zelda-rlaif eval --policy random`` on the first trained run's directory (same game, same seeds).
 
 ``--arms`` runs a subset (the random arm needs a trained arm beside it for its run directory).
 
@@ -58,21 +60,27 @@ class Arm:
     env: dict[str, str] = field(default_factory=dict)  # trainer settings that make this arm differ
 
 
-def trained_arms(sil_weight: float) -> tuple[Arm, ...]:
-    """The arms that train, in table order; ``sil_weight``: the self-imitation arm's loss weight."""
-    # Each arm sets self-imitation explicitly, so that the arms stay what they say whatever the trainer's default.
-    no_imitation = {"ZELDA_TRAINER_SELF_IMITATION__WEIGHT": "0"}
+def trained_arms(sil_weight: float, judged_start_fraction: float) -> tuple[Arm, ...]:
+    """The arms that train, in table order; ``sil_weight``: the loss weight of the arms that self-imitate,
+    ``judged_start_fraction``: the judged_starts arm's share of episodes begun at a kept segment's end state."""
+    # Each arm sets self-imitation and judged starts explicitly, so that the arms stay what they say whatever the
+    # trainer's defaults.
+    no_judged_starts = {"ZELDA_TRAINER_JUDGED_START_FRACTION": "0"}
+    no_imitation = {"ZELDA_TRAINER_SELF_IMITATION__WEIGHT": "0", **no_judged_starts}
+    imitation = {"ZELDA_TRAINER_SELF_IMITATION__WEIGHT": str(sil_weight)}
     return (
         Arm("full", "full loop (judges -> reward model -> shaping)", no_imitation),
         Arm("no_shaping", "shaping off (plain PPO on the env reward)",
             {"ZELDA_TRAINER_REWARDS__SHAPING": "0", **no_imitation}),
         Arm("self_imitation", "full loop + self-imitation on the top-K judged segments",
-            {"ZELDA_TRAINER_SELF_IMITATION__WEIGHT": str(sil_weight)}),
+            {**imitation, **no_judged_starts}),
+        Arm("judged_starts", "full loop + self-imitation + some episodes begun at the kept segments' end states",
+            {**imitation, "ZELDA_TRAINER_JUDGED_START_FRACTION": str(judged_start_fraction)}),
     )
 
 
 RANDOM = Arm("random", "random policy")
-ARM_NAMES = (*(arm.name for arm in trained_arms(0.0)), RANDOM.name)
+ARM_NAMES = (*(arm.name for arm in trained_arms(0.0, 0.0)), RANDOM.name)
 
 # --quick: the smallest epoch the settings accept with short segments and episodes (as tests/e2e/test_up.py):
 # 2 runners x 4 emulators x 256 steps, room for 2 segments of 100 steps each; episodes of 200 steps.
@@ -169,13 +177,17 @@ def markdown(rows: list[dict]) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0],
                                      epilog="arms: " + "; ".join(f"{arm.name}: {arm.what}"
-                                                                 for arm in (*trained_arms(0.0), RANDOM)))
+                                                                 for arm in (*trained_arms(0.0, 0.0), RANDOM)))
     parser.add_argument("--out", type=Path, default=Path("runs/bench_learning"),
                         help="each arm x seed's run directory goes under OUT/<arm>/seed<N>; results.json/.md here")
     parser.add_argument("--arms", nargs="+", choices=ARM_NAMES, default=list(ARM_NAMES),
                         help="the arms to run (default all); random needs a trained arm for its run directory")
     parser.add_argument("--sil-weight", type=float, default=0.5,
-                        help="self_imitation arm: ZELDA_TRAINER_SELF_IMITATION__WEIGHT (> 0; 0 would be the full arm)")
+                        help="self_imitation and judged_starts arms: ZELDA_TRAINER_SELF_IMITATION__WEIGHT (> 0; 0 "
+                        "would be the full arm)")
+    parser.add_argument("--judged-start-fraction", type=float, default=0.5,
+                        help="judged_starts arm: ZELDA_TRAINER_JUDGED_START_FRACTION, the share of training episodes "
+                        "begun at the end state of a kept judged segment (> 0, <= 1)")
     parser.add_argument("--epochs", type=int, default=2, help="epochs per training run")
     parser.add_argument("--steps-per-epoch", type=int, default=16384, help="env steps per epoch")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2], help="training seeds (ZELDA_TRAINER_SEED)")
@@ -192,11 +204,13 @@ def main() -> None:
                         help="smoke test: 1 seed, 1 epoch of 2048 steps with short segments and episodes, "
                         "4 eval episodes (overrides the budget flags)")
     args = parser.parse_args()
-    arms = [arm for arm in trained_arms(args.sil_weight) if arm.name in args.arms]
+    arms = [arm for arm in trained_arms(args.sil_weight, args.judged_start_fraction) if arm.name in args.arms]
     if not arms:
         parser.error("--arms random alone has no run directory to play in: add a trained arm (e.g. --arms full random)")
-    if "self_imitation" in args.arms and args.sil_weight <= 0:
+    if {"self_imitation", "judged_starts"} & set(args.arms) and args.sil_weight <= 0:
         parser.error(f"--sil-weight {args.sil_weight}: give a weight > 0 (0 turns self-imitation off: the full arm)")
+    if "judged_starts" in args.arms and not 0 < args.judged_start_fraction <= 1:
+        parser.error(f"--judged-start-fraction {args.judged_start_fraction}: give a share in (0, 1]")
     base_env: dict[str, str] = {}
     if args.quick:
         args.epochs, args.steps_per_epoch, args.seeds, args.eval_episodes = 1, QUICK_STEPS_PER_EPOCH, [0], 4
@@ -228,7 +242,9 @@ def main() -> None:
     budget = (f"{args.epochs} epochs x {args.steps_per_epoch} env steps, training seeds {args.seeds}, "
               f"{args.eval_episodes} eval episodes (eval seed {args.eval_seed}, sampled actions, "
               f"{args.eval_epoch} checkpoint)"
-              + (f", self-imitation weight {args.sil_weight}" if "self_imitation" in args.arms else "")
+              + (f", self-imitation weight {args.sil_weight}" if {"self_imitation", "judged_starts"} & set(args.arms)
+                 else "")
+              + (f", judged starts {args.judged_start_fraction}" if "judged_starts" in args.arms else "")
               + (", --quick" if args.quick else ""))
     table = markdown(rows)
     shown = args.plot.relative_to(args.out) if args.plot.is_relative_to(args.out) else args.plot

@@ -1,4 +1,5 @@
-"""The exported segment format: a JSONL state log (one ``StepRecord`` per step), PNG frames and a manifest.
+"""The exported segment format: a JSONL state log (one ``StepRecord`` per step), PNG frames, a manifest and, when
+judged starts are on, the emulator's state after the last step (``pack_end_state``).
 
 The manifest is the segment's ``SegmentExported`` event (``zelda_rlaif.events``), stored as ``manifest.json``.
 Written by the trainer, read by the judges and the reward model. Records are immutable once written: the
@@ -6,6 +7,8 @@ trainer builds each record completely before it is serialised and never edits it
 """
 
 from __future__ import annotations
+
+import zlib
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -79,3 +82,21 @@ def parse_state_log(raw: bytes) -> list[StepRecord]:
             raise StateLogError(f"line {number} is not a step record ({exc.error_count()} errors, first: "
                                 f"{exc.errors(include_url=False)[0]['msg']})", number, records) from None
     return records
+
+
+def pack_end_state(save_state: bytes) -> bytes:
+    """A PyBoy save state as a segment's ``end.state`` object: zlib-compressed, since the state holds every memory
+    bank whole (153 kB on the test world, ~2 kB compressed)."""
+    return zlib.compress(save_state)
+
+
+class EndStateError(ValueError):
+    """An ``end.state`` object is not a compressed save state (corrupt or cut short)."""
+
+
+def unpack_end_state(stored: bytes) -> bytes:
+    """The save state of an ``end.state`` object; raises ``EndStateError`` for one that is not."""
+    try:
+        return zlib.decompress(stored)
+    except zlib.error as exc:
+        raise EndStateError(f"not a compressed save state ({exc})") from exc

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -54,6 +55,8 @@ def test_up_runs_two_epochs_and_closes_the_loop(tmp_path: Path) -> None:
         # The loop's plumbing is under test here, not learning quality (tests/reward_model covers that): with
         # ~20 near-identical random-play segments, validation accuracy is a coin flip around 0.6.
         "ZELDA_REWARD_MODEL_MIN_VALIDATION_ACCURACY": "0",
+        # Judged starts: epoch 0's segments keep their end states and epoch 1's envs are handed the best ones.
+        "ZELDA_TRAINER_JUDGED_START_FRACTION": "0.5",
     }
     result = subprocess.run(
         [sys.executable, "-m", "zelda_rlaif.cli", "up", "--run-dir", str(run_dir), "--run-id", "e2e",
@@ -93,6 +96,11 @@ def test_up_runs_two_epochs_and_closes_the_loop(tmp_path: Path) -> None:
         if key.endswith("/states.jsonl"):
             shaping += [StepRecord.model_validate(r).components.get("shaping", 0.0) for r in store.get_jsonl(key)]
     assert shaping and any(value != 0.0 for value in shaping)
+    judged = [line["segment_id"] for line in store.get_jsonl(keys.epoch_scores("e2e", 0))]
+    assert all(store.exists(keys.segment_end_state("e2e", 0, segment_id)) for segment_id in judged)
+    starts = re.search(r"judged starts: 50% of episodes begin at the end state of one of (\d+) kept segments",
+                       (run_dir / "logs" / "trainer.log").read_text())
+    assert starts and int(starts.group(1)) > 0
     assert summary["env_steps"] >= 4096
 
     # Every epoch's report, in summary.json and in the printed table: steps, steps/s and the episodes' figures.

@@ -71,13 +71,14 @@ class LivePlan(BaseModel):
 @dataclass(frozen=True)
 class EnvSync:
     """What the driver moves every env on to during a run, beside the weights that RLlib syncs itself: the epoch
-    the envs export into and the reward model that shapes their reward. ``TrainingEnvConfig`` only says where the
-    run started, and an env runner that Ray rebuilds starts from there: the driver hands it the current
-    ``EnvSync`` before it samples again (``env_runner.resync_restored_runners``)."""
+    the envs export into, the reward model that shapes their reward and the states judged starts begin from.
+    ``TrainingEnvConfig`` only says where the run started, and an env runner that Ray rebuilds starts from there:
+    the driver hands it the current ``EnvSync`` before it samples again (``env_runner.resync_restored_runners``)."""
 
     epoch: int
     reward_model: bytes | None = None  # the model file (rm.pt); None shapes nothing
     reward_model_epoch: int | None = None  # the epoch whose scores trained it
+    start_states: tuple[bytes, ...] = ()  # the end states of the best judged segments: where judged starts begin
 
 
 class TrainingEnvConfig(BaseModel):
@@ -87,6 +88,8 @@ class TrainingEnvConfig(BaseModel):
     epoch: int = Field(ge=0, description="the epoch the run starts in; the driver moves the envs on (EnvSync)")
     export: ExportPlan | None = Field(description="None exports nothing")
     live: LivePlan | None = Field(description="None streams nothing to the HUD")
+    judged_start_fraction: float = Field(0.0, ge=0, le=1, description="the share of episodes that begin at the end "
+                                         "state of one of the best judged segments (EnvSync.start_states)")
 
     def to_env_context(self) -> dict[str, str]:
         """What ``PPOConfig.environment(env_config=...)`` gets."""
@@ -124,6 +127,7 @@ def training_env_config(settings: TrainerSettings, profile: str, epoch: int) -> 
                 run_id=settings.run_id, fps=settings.live_fps, nats_url=settings.nats.url,
                 worker_index=1 if settings.num_env_runners > 0 else 0,
             ) if settings.live_frames else None,
+            judged_start_fraction=settings.judged_start_fraction,
         )
     except ValidationError as exc:
         problems = "; ".join(f"{'.'.join([exc.title, *(str(part) for part in error['loc'])])}: {error['msg']}"

@@ -1,9 +1,11 @@
-"""Segment export inside the env runners: the state log, frames and manifest of 300-step segments.
+"""Segment export inside the env runners: the state log, frames, end state and manifest of 300-step segments.
 
 Each env runner process writes its own segments straight to the object store, so no frame ever travels
-through the Ray driver. The manifest is the segment's ``SegmentExported`` event, written last: a segment whose
-manifest exists is complete. The exporter hands the events of its stored segments to the driver, which
-publishes them as they are.
+through the Ray driver. The end state (the emulator's save state after the segment's last step, stored only
+when judged starts are on: saving it costs ~13 ms) is what a judged start begins an episode from
+(``TrainingEnv``). The
+manifest is the segment's ``SegmentExported`` event, written last: a segment whose manifest exists is complete.
+The exporter hands the events of its stored segments to the driver, which publishes them as they are.
 
 Segment ids are unique within a run for its whole life, and every segment object is written once
 (``exclusive``): a judged segment can never be replaced. An id reads
@@ -22,13 +24,14 @@ import io
 import random
 import secrets
 import string
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
 from PIL import Image
 
 from zelda_rlaif.events import SegmentExported
-from zelda_rlaif.segments import GameState, StepRecord
+from zelda_rlaif.segments import GameState, StepRecord, pack_end_state
 from zelda_rlaif.storage import ObjectStore, keys
 from zelda_trainer.env_config import ExportPlan
 
@@ -104,8 +107,10 @@ class SegmentExporter:
         return self._segment is not None and step % self.plan.frame_every == 0
 
     def record(self, step: int, action: int, action_name: str, reward: float, components: dict[str, float],
-               state: dict[str, int], observation: np.ndarray, frame: np.ndarray | None) -> str | None:
-        """Add one step; returns the segment id when this step completed (and stored) a segment."""
+               state: dict[str, int], observation: np.ndarray, frame: np.ndarray | None,
+               save_state: Callable[[], bytes] | None = None) -> str | None:
+        """Add one step; returns the segment id when this step completed (and stored) a segment. ``save_state``
+        gives the emulator's state after this step; it is called only when the step completes a segment."""
         segment = self._segment
         if segment is None or self._episode_id is None:
             return None
@@ -127,9 +132,9 @@ class SegmentExporter:
         # The next segment starts before this one is stored: if storing fails (and the env runner goes on), its
         # id is not tried again, so an object written before the failure is never written a second time.
         self._segment = _Segment(segment.index + 1)
-        return self._store(segment, step_end=step + 1)
+        return self._store(segment, step_end=step + 1, end_state=pack_end_state(save_state()) if save_state else None)
 
-    def _store(self, segment: _Segment, step_end: int) -> str:
+    def _store(self, segment: _Segment, step_end: int, end_state: bytes | None) -> str:
         assert self._episode_id is not None and segment.step_start is not None
         run, epoch = self.plan.run_id, self.epoch
         segment_id = f"{self._episode_id}-s{segment.index:02d}"
@@ -137,6 +142,9 @@ class SegmentExporter:
             self.store.put_bytes(keys.segment_frame(run, epoch, segment_id, step), png, "image/png", exclusive=True)
         self.store.put_bytes(keys.segment_states(run, epoch, segment_id),
                              ("\n".join(segment.records) + "\n").encode(), "application/x-ndjson", exclusive=True)
+        if end_state is not None:
+            self.store.put_bytes(keys.segment_end_state(run, epoch, segment_id), end_state, "application/octet-stream",
+                                 exclusive=True)
         manifest = SegmentExported(
             run_id=run, epoch=epoch, episode_id=self._episode_id, segment_id=segment_id,
             profile=self.plan.profile, step_start=segment.step_start, step_end=step_end,

@@ -139,6 +139,12 @@ class TrainerSettings(BaseSettings):
     ppo: PPOSettings = Field(default_factory=PPOSettings)
     rewards: RewardConfig = Field(default_factory=RewardConfig)
     self_imitation: SelfImitationSettings = Field(default_factory=SelfImitationSettings)
+    # Go-Explore's "return, then explore" with the judges choosing where to return: this share of training episodes
+    # begins at the end state of one of the best judged segments kept so far (the self-imitation set: top K and N
+    # per milestone), so a run practises past its frontier without walking there first. Those episodes are trained
+    # on and exported like any other but left out of the epoch's figures, which describe play from the game's
+    # start (as evaluation plays). 0: every episode starts at the game's start.
+    judged_start_fraction: float = Field(0.0, ge=0, le=1)
     # Online LLM guidance, nested too (ZELDA_TRAINER_GUIDANCE__ENABLED=true); its API key is read by the env
     # runners from ZELDA_GUIDANCE_LLM_API_KEY, never shipped in the env config.
     guidance: GuidanceConfig = Field(default_factory=GuidanceConfig)

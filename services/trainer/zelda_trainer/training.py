@@ -99,10 +99,12 @@ class Trainer:
         self._rooms: set[tuple[int, int]] = set()
         self._applied_model: LoadedModel | None = None
         self._env_sync: EnvSync | None = None  # what the env runners were handed last
+        # The best judged segments feed self-imitation (their steps) and judged starts (their end states).
         imitation = settings.self_imitation
         self.best_segments = BestSegments(self.store, self.run_id, imitation.top_k, settings.ppo.gamma,
                                           profile.milestones, imitation.per_milestone) \
-            if imitation.weight > 0 else None
+            if imitation.weight > 0 or settings.judged_start_fraction > 0 else None
+        self._start_states: tuple[bytes, ...] = ()  # the kept segments' end states, handed to the envs
         self._env_steps = 0
         # The most env steps one iteration can count: its batch, plus each emulator's last vector step past it.
         self._longest_iteration = settings.ppo.train_batch_size + max(settings.num_env_runners, 1) * \
@@ -225,9 +227,9 @@ class Trainer:
         stats = EpisodeStats.of(episodes, self.milestone_names)
         epoch_started = time.monotonic()  # after a sync-mode wait: steps/s measure training, not waiting
         while True:
-            await self._sync_envs(epoch, follower.newest)
             # Once the reward-model service answered an epoch, its scores are closed.
             await self._update_best_segments(list(follower.updates))
+            await self._sync_envs(epoch, follower.newest)
             iteration_started = time.monotonic()
             before = steps
             if isinstance(algo, OverlappingPPO):  # nothing is sampled past the epoch's end (see overlap.py)
@@ -271,12 +273,13 @@ class Trainer:
         return report, segments
 
     async def _sync_envs(self, epoch: int, model: LoadedModel | None) -> None:
-        """Hand every env runner (the driver's own included: it keeps the sync for restarted runners) the epoch and
-        the newest reward model, when either changed since the last iteration."""
+        """Hand every env runner (the driver's own included: it keeps the sync for restarted runners) the epoch, the
+        newest reward model and the judged starts' states, when any of them changed since the last iteration."""
         last = self._env_sync
-        if last is not None and last.epoch == epoch and model is self._applied_model:
+        if last is not None and last.epoch == epoch and model is self._applied_model and \
+                last.start_states is self._start_states:
             return
-        sync = EnvSync(epoch, model.data, model.epoch) if model is not None else EnvSync(epoch)
+        sync = EnvSync(epoch, model.data if model else None, model.epoch if model else None, self._start_states)
         await asyncio.to_thread(self._algo.env_runner_group.foreach_env_runner,
                                 lambda runner: runner.apply_env_sync(sync))
         self._env_sync = sync
@@ -285,11 +288,18 @@ class Trainer:
             log.info("reward model of epoch %d loaded into every env", model.epoch)
 
     async def _update_best_segments(self, judged: Iterable[int]) -> None:
-        """Self-imitation: let the segments of the ``judged`` epochs not read yet compete for the kept K (an epoch
-        whose scores are not closed yet is read later) and hand the learner the new set."""
+        """Let the segments of the ``judged`` epochs not read yet compete for the kept ones (an epoch whose scores
+        are not closed yet is read later); hand the new set to the learner (self-imitation) and take its end states
+        for the envs (judged starts, handed over by ``_sync_envs``)."""
         best = self.best_segments
         unread = [epoch for epoch in judged if epoch not in best.epochs_read] if best else []
         if best is None or not unread or not await asyncio.to_thread(best.add_epochs, unread):
+            return
+        if self.settings.judged_start_fraction > 0:
+            self._start_states = await asyncio.to_thread(best.end_states)
+            log.info("judged starts: %.0f%% of episodes begin at the end state of one of %d kept segments",
+                     100 * self.settings.judged_start_fraction, len(self._start_states))
+        if self.settings.self_imitation.weight <= 0:
             return
         data = best.data()
         await asyncio.to_thread(self._algo.learner_group.foreach_learner,

@@ -1,4 +1,4 @@
-"""The env that Ray's env runners build: ``ZeldaEnv`` plus segment export, live frames and shaping hooks.
+"""The env that Ray's env runners build: ``ZeldaEnv`` plus segment export, live frames, shaping and judged starts.
 
 It is created inside each env runner process from a ``TrainingEnvConfig`` (see ``env_config.py``), so everything
 it needs (object store, NATS) is opened there. Store and NATS credentials come from the process environment
@@ -16,6 +16,7 @@ import numpy as np
 from zelda_rlaif.episodes import EpisodeRecord
 from zelda_rlaif.events import SegmentExported
 from zelda_rlaif.game.env import ZeldaEnv
+from zelda_rlaif.segments import unpack_end_state
 from zelda_rlaif.storage import open_store
 from zelda_trainer.env_config import EnvSync, TrainingEnvConfig
 from zelda_trainer.export import SegmentExporter
@@ -24,8 +25,9 @@ from zelda_trainer.live import LiveStream
 
 @dataclass(frozen=True)
 class Completed:
-    """What one env completed since the driver last asked: stored segments (to announce) and finished episodes
-    (for the epoch's figures, ``EpisodeStats``). The driver takes it after every training iteration."""
+    """What one env completed since the driver last asked: stored segments (to announce) and the episodes from the
+    game's start it finished (for the epoch's figures, ``EpisodeStats``; judged starts are left out). The driver
+    takes it after every training iteration."""
 
     segments: list[SegmentExported]
     episodes: list[EpisodeRecord]
@@ -67,6 +69,10 @@ class TrainingEnv(gym.Wrapper[Any, int, Any, int]):
         self.tally = EpisodeTally()
         self._finished_episodes: list[EpisodeRecord] = []  # since the driver last took them
         self._reward_model_epoch: int | None = None  # of the model set last (None: no shaping)
+        self._start_states: tuple[bytes, ...] = ()  # where judged starts begin (EnvSync.start_states, packed)
+        self.judged_start = False  # whether the current episode began at a judged segment's end state
+        # Segments keep their end state only for judged starts: saving one costs ~13 ms.
+        self._save_end_state = env.emulator.save_state if config.judged_start_fraction else None
         self._epoch = config.epoch  # until the driver moves it on; an exporter opened later starts here
 
     def attach(self, worker_index: int, vector_index: int) -> None:
@@ -88,7 +94,13 @@ class TrainingEnv(gym.Wrapper[Any, int, Any, int]):
     def reset(self, **kwargs: Any) -> tuple[Any, dict[str, Any]]:
         if not self.source_id:
             raise RuntimeError("TrainingEnv.attach(worker_index, vector_index) must be called before reset")
-        obs, info = self.env.reset(**kwargs)
+        options = dict(kwargs.pop("options", None) or {})
+        # Drawn from the env's own generator, so a seeded run picks the same starts.
+        rng = self.zelda.np_random
+        self.judged_start = bool(self._start_states) and rng.random() < self.config.judged_start_fraction
+        if self.judged_start:
+            options["start_state"] = unpack_end_state(self._start_states[int(rng.integers(len(self._start_states)))])
+        obs, info = self.env.reset(options=options, **kwargs)
         if self.exporter is not None:
             self.exporter.begin_episode()
         self.tally = EpisodeTally()
@@ -105,7 +117,8 @@ class TrainingEnv(gym.Wrapper[Any, int, Any, int]):
         screen = self.zelda.screen() if (want_export_frame or want_live_frame) else None
         if self.exporter is not None and self.exporter.recording:
             self.exporter.record(step, int(action), info["action_name"], float(reward), info["components"],
-                                 info["state"], np.asarray(obs), screen if want_export_frame else None)
+                                 info["state"], np.asarray(obs), screen if want_export_frame else None,
+                                 save_state=self._save_end_state)
         if want_live_frame and self.live is not None and screen is not None:
             self.live.offer_frame(self.zelda.step_count, screen, info["state"])
         # RLlib keeps every step's info in its episodes and the vector env merges them every step, so the env
@@ -125,7 +138,8 @@ class TrainingEnv(gym.Wrapper[Any, int, Any, int]):
             news["new_rooms"], tally.new_rooms = tally.new_rooms, []
         if terminated or truncated:
             news["episode"] = tally.totals()
-            self._finished_episodes.append(self.zelda.episode_record())
+            if not self.judged_start:  # the epoch's figures describe play from the game's start
+                self._finished_episodes.append(self.zelda.episode_record())
         return obs, float(reward), terminated, truncated, news
 
     def close(self) -> None:
@@ -141,6 +155,7 @@ class TrainingEnv(gym.Wrapper[Any, int, Any, int]):
         self.set_epoch(sync.epoch)
         if sync.reward_model_epoch != self._reward_model_epoch:
             self.set_reward_model(sync.reward_model, sync.reward_model_epoch)
+        self._start_states = sync.start_states  # taken up by the next reset
 
     def set_epoch(self, epoch: int) -> None:
         self._epoch = epoch
@@ -148,7 +163,8 @@ class TrainingEnv(gym.Wrapper[Any, int, Any, int]):
             self.exporter.set_epoch(epoch)
 
     def take_completed(self) -> Completed:
-        """The segments stored and the episodes finished since the last call (each handed over once)."""
+        """The segments stored and the episodes from the game's start finished since the last call (each handed over
+        once)."""
         episodes, self._finished_episodes = self._finished_episodes, []
         segments = self.exporter.take_stored_segments() if self.exporter is not None else []
         return Completed(segments=segments, episodes=episodes)

@@ -90,7 +90,12 @@ class ZeldaEnv(gym.Env[Any, int]):
                 component.reseed(seed)
         if self.guidance is not None:
             self.guidance.new_episode(seed)
-        self.emulator.load_state(self._start_state, source="start state")
+        # options["start_state"]: a save state of this ROM to begin this episode from instead (a judged start).
+        start_state = (options or {}).get("start_state")
+        if start_state is None:
+            self.emulator.load_state(self._start_state, source="start state")
+        else:
+            self.emulator.load_state(start_state, source="the episode's start state")
         jitter = int(self.np_random.integers(0, self.config.start_jitter + 1)) if self.config.start_jitter else 0
         if jitter:
             self.emulator.tick(jitter)

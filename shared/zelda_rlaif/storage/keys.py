@@ -67,6 +67,11 @@ def segment_states(run_id: str, epoch: int, segment_id: str) -> str:
     return segment_prefix(run_id, epoch, segment_id) + "states.jsonl"
 
 
+def segment_end_state(run_id: str, epoch: int, segment_id: str) -> str:
+    """The emulator's save state after the segment's last step: where a judged start begins an episode."""
+    return segment_prefix(run_id, epoch, segment_id) + "end.state"
+
+
 def segment_frames(run_id: str, epoch: int, segment_id: str) -> str:
     return segment_prefix(run_id, epoch, segment_id) + "frames/"
 

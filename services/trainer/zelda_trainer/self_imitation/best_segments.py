@@ -9,8 +9,8 @@ epochs. Two kinds stay:
 - then the K best-scoring segments of any kind (``top_k``).
 
 Their state logs carry every step's observation, action and reward (``StepRecord``), which is all self-imitation
-needs, so older segments work as they are. A segment whose state log is missing or unreadable is left out with
-a warning, and the next best takes its place.
+needs, so older segments work as they are. A segment whose state log is missing or unreadable is left out with a
+warning, and the next best takes its place. Their end states (``end_states``) are where judged starts begin.
 """
 
 from __future__ import annotations
@@ -28,7 +28,14 @@ from zelda_rlaif.events import SegmentScored
 from zelda_rlaif.game.profiles.base import Milestone
 from zelda_rlaif.replay.milestones import milestone_marks, reached_in
 from zelda_rlaif.scores import read_epoch_scores
-from zelda_rlaif.segments import OBSERVATION_SIZE, StateLogError, StepRecord, parse_state_log
+from zelda_rlaif.segments import (
+    OBSERVATION_SIZE,
+    EndStateError,
+    StateLogError,
+    StepRecord,
+    parse_state_log,
+    unpack_end_state,
+)
 from zelda_rlaif.storage import ObjectStore, keys
 
 log = logging.getLogger(__name__)
@@ -79,6 +86,7 @@ class BestSegments:
         self.epochs_read: set[int] = set()
         self._candidates: list[_Candidate] = []  # every readable judged segment, best first
         self._kept: list[_Candidate] = []
+        self._end_states: dict[str, bytes | None] = {}  # by segment id, read once (None: the segment has none)
 
     def add_epochs(self, epochs: list[int]) -> bool:
         """Let the closed epochs among ``epochs`` compete; whether the kept segments changed. An epoch whose scores
@@ -134,6 +142,25 @@ class BestSegments:
         except StateLogError as exc:
             log.warning("self-imitation leaves out segment %s: %s of %s", row.segment_id, exc, key)
         return []
+
+    def end_states(self) -> tuple[bytes, ...]:
+        """The kept segments' end states (``pack_end_state``: as stored), best segment first; a segment stored
+        without one (judged starts were off) or with an unreadable one is left out."""
+        for candidate in self._kept:
+            row = candidate.row
+            if row.segment_id not in self._end_states:
+                key = keys.segment_end_state(self.run_id, row.epoch, row.segment_id)
+                state: bytes | None = None
+                try:
+                    state = self.store.get_bytes(key)
+                    unpack_end_state(state)  # checked once here rather than in every env
+                except ObjectNotFound:  # stored while judged starts were off
+                    log.info("segment %s has no end state to start episodes from", row.segment_id)
+                except EndStateError as exc:
+                    log.warning("judged starts leave out segment %s: %s of %s", row.segment_id, exc, key)
+                    state = None
+                self._end_states[row.segment_id] = state
+        return tuple(state for c in self._kept if (state := self._end_states[c.row.segment_id]) is not None)
 
     def data(self) -> ImitationData:
         kept = self._kept

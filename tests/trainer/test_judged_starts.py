@@ -1,0 +1,114 @@
+"""Judged starts: a segment stores the emulator's state after its last step, the trainer takes the end states of the
+best judged segments, and an env handed them begins episodes there; those episodes stay out of the epoch's figures.
+Real PyBoy on the test world, a real file store."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from zelda_rlaif.events import SegmentScored
+from zelda_rlaif.game.actions import Action
+from zelda_rlaif.game.config import EnvConfig
+from zelda_rlaif.game.rewards.config import RewardConfig
+from zelda_rlaif.segments import parse_state_log
+from zelda_rlaif.settings import StoreSettings
+from zelda_rlaif.storage import ObjectStore, keys, open_store
+from zelda_trainer.env_config import EnvSync, ExportPlan, StoreLocation, TrainingEnvConfig
+from zelda_trainer.self_imitation import BestSegments
+from zelda_trainer.training_env import TrainingEnv
+
+RUN = "judged-starts"
+SEGMENT_STEPS = 40  # holding UP from the start takes the key at step 29
+EPISODE_STEPS = 40
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> ObjectStore:
+    return open_store(StoreSettings(url=f"file://{tmp_path}/store"))
+
+
+def training_env(store: ObjectStore, judged_start_fraction: float, vector_index: int = 0) -> TrainingEnv:
+    plan = ExportPlan(run_id=RUN, profile="testworld", segment_steps=SEGMENT_STEPS, frame_every=10,
+                      export_fraction=1.0, seed=0,
+                      store=StoreLocation(url=store.url, s3_endpoint=None, s3_region="us-east-1"))
+    config = TrainingEnvConfig(env=EnvConfig(max_steps=EPISODE_STEPS, start_jitter=0, rewards=RewardConfig(rnd=0.0)),
+                               epoch=0, export=plan, live=None, judged_start_fraction=judged_start_fraction)
+    env = TrainingEnv(config)
+    env.attach(worker_index=1, vector_index=vector_index)
+    return env
+
+
+def play_episode(env: TrainingEnv, action: Action) -> None:
+    truncated = False
+    while not truncated:
+        *_, truncated, _ = env.step(int(action))
+
+
+def put_scores(store: ObjectStore, combined: dict[str, float]) -> None:
+    rows = [SegmentScored(run_id=RUN, epoch=0, segment_id=segment, combined=score, dimensions={}, weights={})
+            for segment, score in combined.items()]
+    store.put_bytes(keys.epoch_scores(RUN, 0), "".join(r.model_dump_json() + "\n" for r in rows).encode(),
+                    "application/x-ndjson")
+
+
+def test_an_episode_begins_where_the_best_judged_segment_ended(store: ObjectStore) -> None:
+    # A segment that walks up and takes the key, played with judged starts on, keeps its end state.
+    explorer = training_env(store, judged_start_fraction=0.5)
+    explorer.reset(seed=0)
+    play_episode(explorer, Action.UP)
+    [segment] = explorer.take_completed().segments
+    end = parse_state_log(store.get_bytes(keys.segment_states(RUN, 0, segment.segment_id)))[-1].state
+    assert end.keys == 1 and end.room != 0
+
+    put_scores(store, {segment.segment_id: 0.9})
+    best = BestSegments(store, RUN, top_k=4, gamma=0.99)
+    assert best.add_epochs([0])
+    states = best.end_states()
+    assert states == (store.get_bytes(keys.segment_end_state(RUN, 0, segment.segment_id)),)
+
+    # Every episode of an env with fraction 1 begins there: in the key room, with the key, not at the game's start.
+    env = training_env(store, judged_start_fraction=1.0, vector_index=1)
+    env.apply_sync(EnvSync(epoch=0, start_states=states))
+    env.reset(seed=1)
+    begun = env.zelda.emulator.decoder.raw(env.zelda.emulator.memory)
+    assert env.judged_start
+    assert (begun["group"], begun["room"], begun["x"], begun["y"], begun["keys"]) == \
+        (end.group, end.room, end.x, end.y, end.keys)
+    play_episode(env, Action.DOWN)
+    completed = env.take_completed()
+    # Trained on and exported like any other episode, but not one of the epoch's figures (play from the start).
+    assert completed.episodes == [] and len(completed.segments) == 1
+
+    # The explorer, handed no states, still starts at the game's start and reports its episodes.
+    explorer.reset()
+    assert not explorer.judged_start and explorer.zelda.emulator.decoder.raw(explorer.zelda.emulator.memory)["keys"] == 0
+    play_episode(explorer, Action.UP)
+    assert [episode.milestones for episode in explorer.take_completed().episodes] == [["take_key"]]
+
+
+def test_envs_without_judged_starts_store_no_end_state(store: ObjectStore) -> None:
+    """Saving a state costs ~13 ms, so segments keep one only when judged starts are on."""
+    env = training_env(store, judged_start_fraction=0.0)
+    env.apply_sync(EnvSync(epoch=0, start_states=(b"never used",)))
+    env.reset(seed=0)
+    assert not env.judged_start
+    play_episode(env, Action.UP)
+    [segment] = env.take_completed().segments
+    assert not store.exists(keys.segment_end_state(RUN, 0, segment.segment_id))
+
+
+def test_segments_without_a_readable_end_state_are_left_out(store: ObjectStore) -> None:
+    env = training_env(store, judged_start_fraction=1.0)
+    env.reset(seed=0)
+    for _ in range(3):
+        play_episode(env, Action.UP)
+        env.reset()
+    good, cut, missing = (segment.segment_id for segment in env.take_completed().segments)
+    store.put_bytes(keys.segment_end_state(RUN, 0, cut), store.get_bytes(keys.segment_end_state(RUN, 0, cut))[:100])
+    store.delete(keys.segment_end_state(RUN, 0, missing))  # as if stored while judged starts were off
+    put_scores(store, {cut: 0.9, missing: 0.8, good: 0.7})
+    best = BestSegments(store, RUN, top_k=3, gamma=0.99)
+    best.add_epochs([0])
+    assert best.end_states() == (store.get_bytes(keys.segment_end_state(RUN, 0, good)),)
