@@ -5,6 +5,7 @@ Layout (one bucket or directory; prefixes keep the original design's separation 
     episodes/{run}/epoch_{N}/{segment}/manifest.json
     episodes/{run}/epoch_{N}/{segment}/states.jsonl
     episodes/{run}/epoch_{N}/{segment}/frames/{step:06d}.png
+    episodes/{run}/epoch_{N}/{segment}/end.state             (only with judged starts: segments.pack_end_state)
     scores/{run}/epoch_{N}/verdicts/{segment}/{kind}.json     (VerdictRecord: the verdict and its votes)
     scores/{run}/epoch_{N}/scored/{segment}.json
     scores/{run}/epoch_{N}/unjudged/{segment}.json          (UnjudgedRecord)
