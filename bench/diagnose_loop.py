@@ -16,6 +16,9 @@ For each ``zelda-rlaif up`` run directory, then pooled over all of them, prints 
    every step of the epoch's judged segments mean |r| and std of the env reward (all but shaping) and of the
    shaping; ``shaping/env`` is the ratio of the stds. Pooled tables average the runs epoch by epoch.
 4. ``top segments``: the best combined scores, with the rooms they visited and the milestones they reached.
+5. ``judged starts`` (runs with ``ZELDA_TRAINER_JUDGED_START_FRACTION`` > 0 on the bundled test world): where the
+   run's episodes would begin at its end, i.e. the segments the trainer keeps (its default K and N per milestone) that
+   have an end state, with the room that state is in and the milestones it holds (decoded in PyBoy).
 """
 
 from __future__ import annotations
@@ -38,15 +41,18 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/ is no ins
 from zelda_rlaif.episodes import EpochReport
 from zelda_rlaif.errors import ObjectNotFound, ZeldaRlaifError
 from zelda_rlaif.events import SegmentExported, SegmentScored
+from zelda_rlaif.game.emulator import Emulator
 from zelda_rlaif.game.profiles.base import Milestone
 from zelda_rlaif.replay.milestones import milestone_marks, profile_milestones
 from zelda_rlaif.replay.model import ReplayStep
 from zelda_rlaif.reward_model.potential import Potential
 from zelda_rlaif.reward_model.registry import load_potential, read_metadata
 from zelda_rlaif.scores import read_epoch_scores
-from zelda_rlaif.segments import StateLogError, parse_state_log
+from zelda_rlaif.segments import StateLogError, parse_state_log, unpack_end_state
 from zelda_rlaif.storage import ObjectStore, keys
 from zelda_rlaif.up.run_dir import open_run
+from zelda_trainer.self_imitation import BestSegments
+from zelda_trainer.settings import SelfImitationSettings
 
 Row = dict[str, float | int | str | None]
 Floats = npt.NDArray[np.float64]
@@ -78,6 +84,7 @@ class Run:
     reward_model: list[Row]
     shaping: list[Row]
     notes: list[str] = field(default_factory=list)
+    judged_starts: list[Row] = field(default_factory=list)
 
 
 def average_ranks(values: Sequence[float]) -> Floats:
@@ -192,7 +199,35 @@ def read_run(run_dir: Path) -> Run:
             "rho_fit": spearman([phi for phi, _ in fitted], [score for _, score in fitted]),
             "rho_next": spearman([phi for phi, _ in held_out], [score for _, score in held_out]),
             "n_next": len(held_out)})
+    run.judged_starts = judged_start_table(store, run_id, epochs, profiles)
     return run
+
+
+def judged_start_table(store: ObjectStore, run_id: str, epochs: list[int],
+                       profiles: dict[str, tuple[Milestone, ...]]) -> list[Row]:
+    """The end states of the segments the trainer keeps after the run's last judged epoch (empty when none has
+    one, or the run is not on the bundled test world, whose ROM decodes them)."""
+    milestones = profiles.get("testworld")
+    if milestones is None:
+        return []
+    kept = SelfImitationSettings()
+    best = BestSegments(store, run_id, kept.top_k, 0.99, milestones, kept.per_milestone)
+    best.add_epochs(epochs)
+    states = best.kept_end_states()
+    if not states:
+        return []
+    emulator = Emulator()
+    rows: list[Row] = []
+    try:
+        for row, state in states:
+            emulator.load_state(unpack_end_state(state), source=f"end state of {row.segment_id}")
+            ram = emulator.decoder.raw(emulator.memory)
+            rows.append({"epoch": row.epoch, "segment": row.segment_id, "combined": row.combined,
+                         "ends_in": f"{ram.get('group', 0)}/{ram.get('room', 0):02x}",
+                         "holds": ", ".join(m.name for m in milestones if m.reached(ram)) or "-"})
+    finally:
+        emulator.close()
+    return rows
 
 
 def milestone_table(segments: list[Segment], milestone_names: list[str]) -> list[Row]:
@@ -245,9 +280,12 @@ def render(title: str, rows: list[Row]) -> str:
 
 
 def tables(segments: list[Segment], milestone_names: list[str], reward_model: list[Row], shaping: list[Row],
-           top: int, with_run: bool) -> dict[str, list[Row]]:
-    return {"judge vs milestones": milestone_table(segments, milestone_names), "reward model": reward_model,
-            "shaping scale": shaping, "top segments": top_table(segments, top, with_run)}
+           top: int, with_run: bool, judged_starts: list[Row] | None = None) -> dict[str, list[Row]]:
+    by_title = {"judge vs milestones": milestone_table(segments, milestone_names), "reward model": reward_model,
+                "shaping scale": shaping, "top segments": top_table(segments, top, with_run)}
+    if judged_starts:
+        by_title["judged starts"] = judged_starts
+    return by_title
 
 
 def _print(heading: str, by_title: dict[str, list[Row]]) -> None:
@@ -270,7 +308,7 @@ def main(argv: list[str] | None = None) -> int:
     report: dict[str, dict[str, list[Row]]] = {}
     for run in runs:
         report[str(run.run_dir)] = tables(run.segments, run.milestone_names, run.reward_model, run.shaping,
-                                          args.top, with_run=False)
+                                          args.top, with_run=False, judged_starts=run.judged_starts)
         _print(f"{run.run_dir} (run {run.run_id}, {len(run.segments)} judged segments)", report[str(run.run_dir)])
         for note in run.notes:
             print(f"note: {note}", file=sys.stderr)

@@ -13,8 +13,10 @@ from bench.diagnose_loop import average_ranks, main, spearman
 from tests.bench.hand_made_runs import episode, write_run
 from tests.support.segments import build_steps, write_segment
 from zelda_rlaif.events import SegmentScored
+from zelda_rlaif.game.emulator import Emulator
+from zelda_rlaif.segments import pack_end_state
 from zelda_rlaif.storage import ObjectStore, keys
-from zelda_rlaif.up.run_dir import run_id_of
+from zelda_rlaif.up.run_dir import open_run, run_id_of
 
 STEPS = 20
 NOTHING: dict[str, Any] = {"treasure_flags": 0}
@@ -94,6 +96,24 @@ def test_milestone_segments_are_set_against_the_rest_of_their_epoch(tmp_path: Pa
     # No reward model was stored: its table says so rather than inventing figures.
     assert [(row["accepted"], row["n_next"]) for row in tables["reward model"]] == [(None, 0), (None, 0)]
     assert "-- judge vs milestones" in capsys.readouterr().out
+    assert "judged starts" not in tables  # no segment stored an end state
+
+
+def test_judged_starts_are_decoded_where_the_kept_segments_end(tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    write_judged_run(tmp_path / "seed0")
+    run_id, store = open_run(tmp_path / "seed0")
+    emulator = Emulator()  # the bundled test world at its start: room $11, nothing held
+    start = pack_end_state(emulator.boot_to_gameplay())
+    emulator.close()
+    store.put_bytes(keys.segment_end_state(run_id, 1, "e001-s0"), start)
+
+    assert main([str(tmp_path / "seed0"), "--json", str(tmp_path / "diagnosis.json")]) == 0
+
+    tables = json.loads((tmp_path / "diagnosis.json").read_text())[str(tmp_path / "seed0")]
+    assert [(row["segment"], row["ends_in"], row["holds"]) for row in tables["judged starts"]] == [
+        ("e001-s0", "0/11", "-")]
+    assert "-- judged starts" in capsys.readouterr().out
 
 
 def test_two_runs_are_also_pooled(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

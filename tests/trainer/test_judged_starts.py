@@ -40,6 +40,11 @@ def training_env(store: ObjectStore, judged_start_fraction: float, vector_index:
     return env
 
 
+def ram(env: TrainingEnv) -> dict[str, int]:
+    emulator = env.zelda.emulator
+    return emulator.decoder.raw(emulator.memory)
+
+
 def play_episode(env: TrainingEnv, action: Action) -> None:
     truncated = False
     while not truncated:
@@ -72,7 +77,7 @@ def test_an_episode_begins_where_the_best_judged_segment_ended(store: ObjectStor
     env = training_env(store, judged_start_fraction=1.0, vector_index=1)
     env.apply_sync(EnvSync(epoch=0, start_states=states))
     env.reset(seed=1)
-    begun = env.zelda.emulator.decoder.raw(env.zelda.emulator.memory)
+    begun = ram(env)
     assert env.judged_start
     assert (begun["group"], begun["room"], begun["x"], begun["y"], begun["keys"]) == \
         (end.group, end.room, end.x, end.y, end.keys)
@@ -83,7 +88,7 @@ def test_an_episode_begins_where_the_best_judged_segment_ended(store: ObjectStor
 
     # The explorer, handed no states, still starts at the game's start and reports its episodes.
     explorer.reset()
-    assert not explorer.judged_start and explorer.zelda.emulator.decoder.raw(explorer.zelda.emulator.memory)["keys"] == 0
+    assert not explorer.judged_start and ram(explorer)["keys"] == 0
     play_episode(explorer, Action.UP)
     assert [episode.milestones for episode in explorer.take_completed().episodes] == [["take_key"]]
 

@@ -146,6 +146,10 @@ class BestSegments:
     def end_states(self) -> tuple[bytes, ...]:
         """The kept segments' end states (``pack_end_state``: as stored), best segment first; a segment stored
         without one (judged starts were off) or with an unreadable one is left out."""
+        return tuple(state for _, state in self.kept_end_states())
+
+    def kept_end_states(self) -> list[tuple[SegmentScored, bytes]]:
+        """``end_states`` with the score row of the segment each belongs to."""
         for candidate in self._kept:
             row = candidate.row
             if row.segment_id not in self._end_states:
@@ -160,7 +164,7 @@ class BestSegments:
                     log.warning("judged starts leave out segment %s: %s of %s", row.segment_id, exc, key)
                     state = None
                 self._end_states[row.segment_id] = state
-        return tuple(state for c in self._kept if (state := self._end_states[c.row.segment_id]) is not None)
+        return [(c.row, state) for c in self._kept if (state := self._end_states[c.row.segment_id]) is not None]
 
     def data(self) -> ImitationData:
         kept = self._kept
