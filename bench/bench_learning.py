@@ -29,7 +29,7 @@ Learning curves: after each training run the bench reads its per-epoch ``EpochRe
 keeps them in ``results.json`` (per arm and seed: env steps -> each milestone's fraction of that epoch's *training*
 episodes, and rooms per episode) and draws them into ``--plot`` (a PNG; needs ``pip install -e '.[bench]'``).
 
-Expect (2 cores, every arm at the defaults: ~10 minutes) the trained arms to take the key in roughly half to
+Expect (2 cores, every arm at the defaults: ~13 minutes) the trained arms to take the key in roughly half to
 nine tenths of eval episodes and little else, and the random policy nothing; the longer budgets, up to
 ``--epochs 30`` (~50 minutes: about 5.5 minutes per run), are measured in docs/results.md with every table kept.
 ``--quick`` takes ~40 s per trained arm.
