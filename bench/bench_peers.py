@@ -390,6 +390,15 @@ def child_main(args: argparse.Namespace) -> None:
 ROLES = ("driver", "env runner", "emulator process", "ray system", "other")
 
 
+def same_cmdline_as_parent(process: Any, cmdline: str) -> bool:
+    """Whether the process is a fork that has not exec'd yet (its parent runs the same command line)."""
+    try:
+        parent = process.parent()
+        return parent is not None and " ".join(parent.cmdline()) == cmdline
+    except Exception:  # gone between listing and reading
+        return False
+
+
 def role_of(process: Any, driver_pid: int) -> str:
     if process.pid == driver_pid:
         return "driver"
@@ -398,7 +407,11 @@ def role_of(process: Any, driver_pid: int) -> str:
     except Exception:  # gone between listing and reading
         return "other"
     if "ray::" in cmdline or name.startswith("ray::"):
-        return "env runner" if "EnvRunner" in cmdline or "EnvRunner" in name else "ray system"
+        if "EnvRunner" not in cmdline and "EnvRunner" not in name:
+            return "ray system"
+        # A child that a runner forks for a subprocess (ctypes' library look-ups run ldconfig) carries the runner's
+        # title until it execs: counted as a runner, it showed up now and then as a third one with the runner's RSS.
+        return "other" if same_cmdline_as_parent(process, cmdline) else "env runner"
     if name in {"gcs_server", "raylet"} or "/ray/" in cmdline or "ray/_private" in cmdline:
         return "ray system"
     if "forkserver" in cmdline or "resource_tracker" in cmdline or not name.startswith("python"):

@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+import time
 from importlib.util import find_spec
 from pathlib import Path
 
@@ -64,3 +65,27 @@ def test_a_peer_that_is_not_installed_is_skipped_with_how_to_get_it(tmp_path: Pa
     assert "skipped pufferlib-serial: pufferlib is not installed; build it for CPU with " \
            "`bash bench/install_peers.sh`" in result.stdout
     assert result.stdout.strip().splitlines()[-1] == "zelda-rlaif / fastest peer: n/a (no peer measured)"
+
+
+def test_a_fork_that_has_not_exec_d_is_not_counted_as_its_parent() -> None:
+    """A runner's child between fork and exec carries the runner's title (seen as a third env runner with the
+    runner's RSS); the memory table tells it apart by its parent's command line."""
+    import os
+
+    import psutil
+
+    from bench.bench_peers import same_cmdline_as_parent
+
+    pid = os.fork()
+    if pid == 0:  # the child: our command line for 2 s, then another program's
+        time.sleep(2)
+        os.execv(sys.executable, [sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        process = psutil.Process(pid)
+        time.sleep(0.5)
+        assert same_cmdline_as_parent(process, " ".join(process.cmdline()))
+        time.sleep(3)  # exec'd by now
+        assert not same_cmdline_as_parent(process, " ".join(process.cmdline()))
+    finally:
+        os.kill(pid, 9)
+        os.waitpid(pid, 0)
