@@ -3,9 +3,9 @@
 Each env runner process writes its own segments straight to the object store, so no frame ever travels
 through the Ray driver. The end state (the emulator's save state after the segment's last step, stored only
 when judged starts are on: saving it costs ~13 ms) is what a judged start begins an episode from
-(``TrainingEnv``). The
-manifest is the segment's ``SegmentExported`` event, written last: a segment whose manifest exists is complete.
-The exporter hands the events of its stored segments to the driver, which publishes them as they are.
+(``TrainingEnv``). The manifest is the segment's ``SegmentExported`` event, written last: a segment whose
+manifest exists is complete. The exporter hands the events of its stored segments to the driver, which publishes
+them as they are.
 
 Segment ids are unique within a run for its whole life, and every segment object is written once
 (``exclusive``): a judged segment can never be replaced. An id reads
