@@ -205,9 +205,10 @@ def main() -> None:
                         "4 eval episodes (overrides the budget flags)")
     args = parser.parse_args()
     arms = [arm for arm in trained_arms(args.sil_weight, args.judged_start_fraction) if arm.name in args.arms]
+    imitating = bool({"self_imitation", "judged_starts"} & set(args.arms))
     if not arms:
         parser.error("--arms random alone has no run directory to play in: add a trained arm (e.g. --arms full random)")
-    if {"self_imitation", "judged_starts"} & set(args.arms) and args.sil_weight <= 0:
+    if imitating and args.sil_weight <= 0:
         parser.error(f"--sil-weight {args.sil_weight}: give a weight > 0 (0 turns self-imitation off: the full arm)")
     if "judged_starts" in args.arms and not 0 < args.judged_start_fraction <= 1:
         parser.error(f"--judged-start-fraction {args.judged_start_fraction}: give a share in (0, 1]")
@@ -242,8 +243,7 @@ def main() -> None:
     budget = (f"{args.epochs} epochs x {args.steps_per_epoch} env steps, training seeds {args.seeds}, "
               f"{args.eval_episodes} eval episodes (eval seed {args.eval_seed}, sampled actions, "
               f"{args.eval_epoch} checkpoint)"
-              + (f", self-imitation weight {args.sil_weight}" if {"self_imitation", "judged_starts"} & set(args.arms)
-                 else "")
+              + (f", self-imitation weight {args.sil_weight}" if imitating else "")
               + (f", judged starts {args.judged_start_fraction}" if "judged_starts" in args.arms else "")
               + (", --quick" if args.quick else ""))
     table = markdown(rows)
