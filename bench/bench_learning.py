@@ -13,7 +13,9 @@ Arms, each trained in its own ``zelda-rlaif up`` (its own processes, run directo
 3. ``self_imitation``: the full loop plus self-imitation on the top-K judged segments, with
    ``ZELDA_TRAINER_SELF_IMITATION__WEIGHT`` set to ``--sil-weight`` (K: the trainer's default).
 4. ``judged_starts``: ``self_imitation`` plus judged starts: ``--judged-start-fraction`` of the training episodes
-   (``ZELDA_TRAINER_JUDGED_START_FRACTION``) begin at the end state of one of the kept judged segments.
+   (``ZELDA_TRAINER_JUDGED_START_FRACTION``) begin at the end state of one of the kept judged segments
+   (``--judged-start-point start``: at the state one of the best segments on the way from the game's start began
+   from, ``ZELDA_TRAINER_JUDGED_START_POINT``).
 5. ``random``: ``zelda-rlaif eval --policy random`` on the first trained run's directory (same game, same seeds).
 
 ``--arms`` runs a subset (the random arm needs a trained arm beside it for its run directory).
@@ -51,6 +53,7 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/ is no installed package
 
 from bench.learning_curves import plot, read_curve
+from zelda_trainer.settings import JudgedStartPoint
 
 
 @dataclass(frozen=True)
@@ -60,9 +63,11 @@ class Arm:
     env: dict[str, str] = field(default_factory=dict)  # trainer settings that make this arm differ
 
 
-def trained_arms(sil_weight: float, judged_start_fraction: float) -> tuple[Arm, ...]:
+def trained_arms(sil_weight: float, judged_start_fraction: float,
+                 judged_start_point: JudgedStartPoint = JudgedStartPoint.END) -> tuple[Arm, ...]:
     """The arms that train, in table order; ``sil_weight``: the loss weight of the arms that self-imitate,
-    ``judged_start_fraction``: the judged_starts arm's share of episodes begun at a kept segment's end state."""
+    ``judged_start_fraction``: the judged_starts arm's share of episodes begun at a kept segment's state, and
+    ``judged_start_point`` which one (``JudgedStartPoint``)."""
     # Each arm sets self-imitation and judged starts explicitly, so that the arms stay what they say whatever the
     # trainer's defaults.
     no_judged_starts = {"ZELDA_TRAINER_JUDGED_START_FRACTION": "0"}
@@ -74,8 +79,9 @@ def trained_arms(sil_weight: float, judged_start_fraction: float) -> tuple[Arm, 
             {"ZELDA_TRAINER_REWARDS__SHAPING": "0", **no_imitation}),
         Arm("self_imitation", "full loop + self-imitation on the top-K judged segments",
             {**imitation, **no_judged_starts}),
-        Arm("judged_starts", "full loop + self-imitation + some episodes begun at the kept segments' end states",
-            {**imitation, "ZELDA_TRAINER_JUDGED_START_FRACTION": str(judged_start_fraction)}),
+        Arm("judged_starts", "full loop + self-imitation + some episodes begun at the kept segments' states",
+            {**imitation, "ZELDA_TRAINER_JUDGED_START_FRACTION": str(judged_start_fraction),
+             "ZELDA_TRAINER_JUDGED_START_POINT": judged_start_point.value}),
     )
 
 
@@ -188,6 +194,10 @@ def main() -> None:
     parser.add_argument("--judged-start-fraction", type=float, default=0.5,
                         help="judged_starts arm: ZELDA_TRAINER_JUDGED_START_FRACTION, the share of training episodes "
                         "begun at the end state of a kept judged segment (> 0, <= 1)")
+    parser.add_argument("--judged-start-point", type=JudgedStartPoint,
+                        choices=list(JudgedStartPoint), default=JudgedStartPoint.END,
+                        help="judged_starts arm: ZELDA_TRAINER_JUDGED_START_POINT, begin at the kept segments' end "
+                        "states (end) or where the best segments on the way from the game's start began (start)")
     parser.add_argument("--epochs", type=int, default=2, help="epochs per training run")
     parser.add_argument("--steps-per-epoch", type=int, default=16384, help="env steps per epoch")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2], help="training seeds (ZELDA_TRAINER_SEED)")
@@ -204,7 +214,8 @@ def main() -> None:
                         help="smoke test: 1 seed, 1 epoch of 2048 steps with short segments and episodes, "
                         "4 eval episodes (overrides the budget flags)")
     args = parser.parse_args()
-    arms = [arm for arm in trained_arms(args.sil_weight, args.judged_start_fraction) if arm.name in args.arms]
+    arms = [arm for arm in trained_arms(args.sil_weight, args.judged_start_fraction,
+                                                   args.judged_start_point) if arm.name in args.arms]
     imitating = bool({"self_imitation", "judged_starts"} & set(args.arms))
     if not arms:
         parser.error("--arms random alone has no run directory to play in: add a trained arm (e.g. --arms full random)")
@@ -244,7 +255,8 @@ def main() -> None:
               f"{args.eval_episodes} eval episodes (eval seed {args.eval_seed}, sampled actions, "
               f"{args.eval_epoch} checkpoint)"
               + (f", self-imitation weight {args.sil_weight}" if imitating else "")
-              + (f", judged starts {args.judged_start_fraction}" if "judged_starts" in args.arms else "")
+              + (f", judged starts {args.judged_start_fraction} at the {args.judged_start_point}"
+                 if "judged_starts" in args.arms else "")
               + (", --quick" if args.quick else ""))
     table = markdown(rows)
     shown = args.plot.relative_to(args.out) if args.plot.is_relative_to(args.out) else args.plot

@@ -17,6 +17,7 @@ from zelda_rlaif.settings import StoreSettings
 from zelda_rlaif.storage import ObjectStore, keys, open_store
 from zelda_trainer.env_config import EnvSync, ExportPlan, StoreLocation, TrainingEnvConfig
 from zelda_trainer.self_imitation import BestSegments
+from zelda_trainer.settings import JudgedStartPoint
 from zelda_trainer.training_env import TrainingEnv
 
 RUN = "judged-starts"
@@ -29,11 +30,12 @@ def store(tmp_path: Path) -> ObjectStore:
     return open_store(StoreSettings(url=f"file://{tmp_path}/store"))
 
 
-def training_env(store: ObjectStore, judged_start_fraction: float, vector_index: int = 0) -> TrainingEnv:
+def training_env(store: ObjectStore, judged_start_fraction: float, vector_index: int = 0,
+                 episode_steps: int = EPISODE_STEPS) -> TrainingEnv:
     plan = ExportPlan(run_id=RUN, profile="testworld", segment_steps=SEGMENT_STEPS, frame_every=10,
                       export_fraction=1.0, seed=0,
                       store=StoreLocation(url=store.url, s3_endpoint=None, s3_region="us-east-1"))
-    config = TrainingEnvConfig(env=EnvConfig(max_steps=EPISODE_STEPS, start_jitter=0, rewards=RewardConfig(rnd=0.0)),
+    config = TrainingEnvConfig(env=EnvConfig(max_steps=episode_steps, start_jitter=0, rewards=RewardConfig(rnd=0.0)),
                                epoch=0, export=plan, live=None, judged_start_fraction=judged_start_fraction)
     env = TrainingEnv(config)
     env.attach(worker_index=1, vector_index=vector_index)
@@ -70,7 +72,7 @@ def test_an_episode_begins_where_the_best_judged_segment_ended(store: ObjectStor
     put_scores(store, {segment.segment_id: 0.9})
     best = BestSegments(store, RUN, top_k=4, gamma=0.99)
     assert best.add_epochs([0])
-    states = best.end_states()
+    states = best.start_states(JudgedStartPoint.END)
     assert states == (store.get_bytes(keys.segment_end_state(RUN, 0, segment.segment_id)),)
 
     # Every episode of an env with fraction 1 begins there: in the key room, with the key, not at the game's start.
@@ -93,6 +95,34 @@ def test_an_episode_begins_where_the_best_judged_segment_ended(store: ObjectStor
     assert [episode.milestones for episode in explorer.take_completed().episodes] == [["take_key"]]
 
 
+def test_a_start_state_is_where_a_segment_on_the_way_from_the_game_start_began(store: ObjectStore) -> None:
+    """Judged starts at ``start`` begin one segment before a judged success, on a way found from the game's start."""
+    env = training_env(store, judged_start_fraction=0.5, episode_steps=2 * SEGMENT_STEPS)
+    env.reset(seed=0)
+    play_episode(env, Action.UP)
+    first, second = (segment.segment_id for segment in env.take_completed().segments)
+    # The second segment began where the first ended; the first began at the game's start, which needs no state.
+    assert store.get_bytes(keys.segment_start_state(RUN, 0, second)) == \
+        store.get_bytes(keys.segment_end_state(RUN, 0, first))
+    assert not store.exists(keys.segment_start_state(RUN, 0, first))
+
+    # An episode begun at a judged start keeps no start states: they stay on ways from the game's start.
+    env.apply_sync(EnvSync(epoch=0, start_states=(store.get_bytes(keys.segment_end_state(RUN, 0, first)),)))
+    while not env.judged_start:
+        env.reset()
+    play_episode(env, Action.DOWN)
+    judged = [segment.segment_id for segment in env.take_completed().segments]
+    assert len(judged) == 2 and all(store.exists(keys.segment_end_state(RUN, 0, s)) for s in judged)
+    assert not any(store.exists(keys.segment_start_state(RUN, 0, s)) for s in judged)
+
+    # The best segments with a start state win, however high the others score.
+    put_scores(store, {judged[1]: 0.9, first: 0.8, second: 0.1, judged[0]: 0.05})
+    best = BestSegments(store, RUN, top_k=1, gamma=0.99)
+    best.add_epochs([0])
+    assert best.start_states(JudgedStartPoint.START) == (store.get_bytes(keys.segment_start_state(RUN, 0, second)),)
+    assert best.start_states(JudgedStartPoint.END) == (store.get_bytes(keys.segment_end_state(RUN, 0, judged[1])),)
+
+
 def test_envs_without_judged_starts_store_no_end_state(store: ObjectStore) -> None:
     """Saving a state costs ~13 ms, so segments keep one only when judged starts are on."""
     env = training_env(store, judged_start_fraction=0.0)
@@ -102,6 +132,7 @@ def test_envs_without_judged_starts_store_no_end_state(store: ObjectStore) -> No
     play_episode(env, Action.UP)
     [segment] = env.take_completed().segments
     assert not store.exists(keys.segment_end_state(RUN, 0, segment.segment_id))
+    assert not store.exists(keys.segment_start_state(RUN, 0, segment.segment_id))
 
 
 def test_segments_without_a_readable_end_state_are_left_out(store: ObjectStore) -> None:
@@ -116,4 +147,4 @@ def test_segments_without_a_readable_end_state_are_left_out(store: ObjectStore) 
     put_scores(store, {cut: 0.9, missing: 0.8, good: 0.7})
     best = BestSegments(store, RUN, top_k=3, gamma=0.99)
     best.add_epochs([0])
-    assert best.end_states() == (store.get_bytes(keys.segment_end_state(RUN, 0, good)),)
+    assert best.start_states(JudgedStartPoint.END) == (store.get_bytes(keys.segment_end_state(RUN, 0, good)),)

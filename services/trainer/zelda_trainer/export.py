@@ -76,6 +76,9 @@ class SegmentExporter:
         self._episode_counter = 0
         self._episode_id: str | None = None
         self._segment: _Segment | None = None
+        # The packed state the current segment began from, while that is known and on the way from the game's start.
+        self._start_state: bytes | None = None
+        self._from_game_start = True
         self._stored_segments: list[SegmentExported] = []  # stored since the driver last took them
 
     def take_stored_segments(self) -> list[SegmentExported]:
@@ -90,9 +93,14 @@ class SegmentExporter:
             self.epoch = epoch
             if self._segment is not None:
                 self._segment = _Segment(self._segment.index + 1)
+                self._start_state = None  # the new segment begins at a step whose state nobody saved
 
-    def begin_episode(self) -> None:
+    def begin_episode(self, from_game_start: bool = True) -> None:
+        """``from_game_start``: False for an episode begun at a judged start; its segments keep no start state, so
+        start states stay on the ways the agent found from the game's start."""
         self._episode_counter += 1
+        self._start_state = None  # the first segment begins at the episode's start
+        self._from_game_start = from_game_start
         exported = self._rng.random() < self.plan.export_fraction
         self._episode_id = (f"e{self.epoch:03d}-{self.source_id}-{self.incarnation}-{self._episode_counter:05d}"
                             if exported else None)
@@ -132,9 +140,11 @@ class SegmentExporter:
         # The next segment starts before this one is stored: if storing fails (and the env runner goes on), its
         # id is not tried again, so an object written before the failure is never written a second time.
         self._segment = _Segment(segment.index + 1)
-        return self._store(segment, step_end=step + 1, end_state=pack_end_state(save_state()) if save_state else None)
+        end_state = pack_end_state(save_state()) if save_state else None
+        start_state, self._start_state = self._start_state, end_state if self._from_game_start else None
+        return self._store(segment, step_end=step + 1, start_state=start_state, end_state=end_state)
 
-    def _store(self, segment: _Segment, step_end: int, end_state: bytes | None) -> str:
+    def _store(self, segment: _Segment, step_end: int, start_state: bytes | None, end_state: bytes | None) -> str:
         assert self._episode_id is not None and segment.step_start is not None
         run, epoch = self.plan.run_id, self.epoch
         segment_id = f"{self._episode_id}-s{segment.index:02d}"
@@ -142,9 +152,9 @@ class SegmentExporter:
             self.store.put_bytes(keys.segment_frame(run, epoch, segment_id, step), png, "image/png", exclusive=True)
         self.store.put_bytes(keys.segment_states(run, epoch, segment_id),
                              ("\n".join(segment.records) + "\n").encode(), "application/x-ndjson", exclusive=True)
-        if end_state is not None:
-            self.store.put_bytes(keys.segment_end_state(run, epoch, segment_id), end_state, "application/octet-stream",
-                                 exclusive=True)
+        for key, state in ((keys.segment_start_state, start_state), (keys.segment_end_state, end_state)):
+            if state is not None:
+                self.store.put_bytes(key(run, epoch, segment_id), state, "application/octet-stream", exclusive=True)
         manifest = SegmentExported(
             run_id=run, epoch=epoch, episode_id=self._episode_id, segment_id=segment_id,
             profile=self.plan.profile, step_start=segment.step_start, step_end=step_end,

@@ -38,6 +38,13 @@ class ShapingMode(StrEnum):
     SYNC = "sync"  # epoch N+1 waits for the reward model trained on epoch N
 
 
+class JudgedStartPoint(StrEnum):
+    """Where in a kept segment a judged start begins (``BestSegments.start_states``)."""
+
+    END = "end"  # after its last step: at the frontier
+    START = "start"  # where it began, on the way from the game's start: one segment before the success
+
+
 class PPOSettings(BaseSettings):
 
     lr: float = Field(3e-4, gt=0, description="Adam learning rate")
@@ -145,6 +152,10 @@ class TrainerSettings(BaseSettings):
     # on and exported like any other but left out of the epoch's figures, which describe play from the game's
     # start (as evaluation plays). 0: every episode starts at the game's start.
     judged_start_fraction: float = Field(0.0, ge=0, le=1)
+    # end: at the kept segments' end states (the frontier). start: at the states the best segments of episodes
+    # from the game's start began from, one segment before a judged success, so the practice is of the way there
+    # (Salimans and Chen's backward curriculum, one segment back); docs/results.md, sections 9 and 10.
+    judged_start_point: JudgedStartPoint = JudgedStartPoint.END
     # Online LLM guidance, nested too (ZELDA_TRAINER_GUIDANCE__ENABLED=true); its API key is read by the env
     # runners from ZELDA_GUIDANCE_LLM_API_KEY, never shipped in the env config.
     guidance: GuidanceConfig = Field(default_factory=GuidanceConfig)

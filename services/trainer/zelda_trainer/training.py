@@ -296,9 +296,10 @@ class Trainer:
         if best is None or not unread or not await asyncio.to_thread(best.add_epochs, unread):
             return
         if self.settings.judged_start_fraction > 0:
-            self._start_states = await asyncio.to_thread(best.end_states)
-            log.info("judged starts: %.0f%% of episodes begin at the end state of one of %d kept segments",
-                     100 * self.settings.judged_start_fraction, len(self._start_states))
+            point = self.settings.judged_start_point
+            self._start_states = await asyncio.to_thread(best.start_states, point)
+            log.info("judged starts: %.0f%% of episodes begin at the %s state of one of %d kept segments",
+                     100 * self.settings.judged_start_fraction, point, len(self._start_states))
         if self.settings.self_imitation.weight <= 0:
             return
         data = best.data()

@@ -102,7 +102,7 @@ class TrainingEnv(gym.Wrapper[Any, int, Any, int]):
             options["start_state"] = unpack_end_state(self._start_states[int(rng.integers(len(self._start_states)))])
         obs, info = self.env.reset(options=options, **kwargs)
         if self.exporter is not None:
-            self.exporter.begin_episode()
+            self.exporter.begin_episode(from_game_start=not self.judged_start)
         self.tally = EpisodeTally()
         state = info["state"]
         self.tally.new_rooms.append((state["group"], state["room"]))  # reported with the first step

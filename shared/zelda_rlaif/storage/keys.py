@@ -6,6 +6,8 @@ Layout (one bucket or directory; prefixes keep the original design's separation 
     episodes/{run}/epoch_{N}/{segment}/states.jsonl
     episodes/{run}/epoch_{N}/{segment}/frames/{step:06d}.png
     episodes/{run}/epoch_{N}/{segment}/end.state             (only with judged starts: segments.pack_end_state)
+    episodes/{run}/epoch_{N}/{segment}/start.state           (the same, where the segment began on the way from
+                                                          the game's start: its episode's previous end.state)
     scores/{run}/epoch_{N}/verdicts/{segment}/{kind}.json     (VerdictRecord: the verdict and its votes)
     scores/{run}/epoch_{N}/scored/{segment}.json
     scores/{run}/epoch_{N}/unjudged/{segment}.json          (UnjudgedRecord)
@@ -66,6 +68,11 @@ def is_segment_manifest(key: str) -> bool:
 
 def segment_states(run_id: str, epoch: int, segment_id: str) -> str:
     return segment_prefix(run_id, epoch, segment_id) + "states.jsonl"
+
+
+def segment_start_state(run_id: str, epoch: int, segment_id: str) -> str:
+    """The emulator's save state the segment began from, when that is a point on the way from the game's start."""
+    return segment_prefix(run_id, epoch, segment_id) + "start.state"
 
 
 def segment_end_state(run_id: str, epoch: int, segment_id: str) -> str:

@@ -10,13 +10,14 @@ epochs. Two kinds stay:
 
 Their state logs carry every step's observation, action and reward (``StepRecord``), which is all self-imitation
 needs, so older segments work as they are. A segment whose state log is missing or unreadable is left out with a
-warning, and the next best takes its place. Their end states (``end_states``) are where judged starts begin.
+warning, and the next best takes its place. Their end states, or the start states of the best segments on the way
+from the game's start (``start_states``), are where judged starts begin.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from itertools import islice
 
@@ -37,6 +38,7 @@ from zelda_rlaif.segments import (
     unpack_end_state,
 )
 from zelda_rlaif.storage import ObjectStore, keys
+from zelda_trainer.settings import JudgedStartPoint
 
 log = logging.getLogger(__name__)
 
@@ -86,7 +88,7 @@ class BestSegments:
         self.epochs_read: set[int] = set()
         self._candidates: list[_Candidate] = []  # every readable judged segment, best first
         self._kept: list[_Candidate] = []
-        self._end_states: dict[str, bytes | None] = {}  # by segment id, read once (None: the segment has none)
+        self._states: dict[tuple[str, JudgedStartPoint], bytes | None] = {}  # read once (None: the segment has none)
 
     def add_epochs(self, epochs: list[int]) -> bool:
         """Let the closed epochs among ``epochs`` compete; whether the kept segments changed. An epoch whose scores
@@ -103,12 +105,7 @@ class BestSegments:
                     self._candidates.append(self._candidate(row))
         # Best first; ties go to the earlier epoch and segment id, so reruns keep the same segments.
         self._candidates.sort(key=lambda c: (-c.row.combined, c.row.epoch, c.row.segment_id))
-        chosen: dict[str, _Candidate] = {}
-        for milestone in self.milestones if self.per_milestone else ():
-            reaching = (c for c in self._candidates if milestone.name in c.milestones and self._readable(c))
-            chosen.update((c.row.segment_id, c) for c in islice(reaching, self.per_milestone))
-        best = (c for c in self._candidates if c.row.segment_id not in chosen and self._readable(c))
-        chosen.update((c.row.segment_id, c) for c in islice(best, self.top_k))
+        chosen = self._choose(self._readable)
         self._candidates = [c for c in self._candidates if c.readable]
         kept = [c for c in self._candidates if c.row.segment_id in chosen]
         for candidate in self._candidates:
@@ -117,6 +114,16 @@ class BestSegments:
         changed = [c.row.segment_id for c in kept] != [c.row.segment_id for c in self._kept]
         self._kept = kept
         return changed
+
+    def _choose(self, usable: Callable[[_Candidate], bool]) -> set[str]:
+        """The ids of the N best usable candidates per milestone, then of the K best other usable ones."""
+        chosen: set[str] = set()
+        for milestone in self.milestones if self.per_milestone else ():
+            reaching = (c for c in self._candidates if milestone.name in c.milestones and usable(c))
+            chosen.update(c.row.segment_id for c in islice(reaching, self.per_milestone))
+        best = (c for c in self._candidates if c.row.segment_id not in chosen and usable(c))
+        chosen.update(c.row.segment_id for c in islice(best, self.top_k))
+        return chosen
 
     def _candidate(self, row: SegmentScored) -> _Candidate:
         """The segment, with the milestones it reached when there are milestones to look for (its state log is
@@ -143,28 +150,40 @@ class BestSegments:
             log.warning("self-imitation leaves out segment %s: %s of %s", row.segment_id, exc, key)
         return []
 
-    def end_states(self) -> tuple[bytes, ...]:
-        """The kept segments' end states (``pack_end_state``: as stored), best segment first; a segment stored
-        without one (judged starts were off) or with an unreadable one is left out."""
-        return tuple(state for _, state in self.kept_end_states())
+    def start_states(self, point: JudgedStartPoint) -> tuple[bytes, ...]:
+        """Where judged starts begin (``pack_end_state``: as stored), best segment first. ``end``: the kept segments'
+        end states. ``start``: the states that the best segments on the way from the game's start began from (the
+        same choice, N per milestone and K more, among segments that have a start state: every segment but the
+        first of an episode from the game's start), so an episode begins one segment before a judged success and
+        practises the way there. A segment stored without the state (judged starts were off) or with an
+        unreadable one is left out."""
+        if point == JudgedStartPoint.END:
+            return tuple(state for _, state in self.kept_end_states())
+        start = JudgedStartPoint.START
+        chosen = self._choose(lambda c: c.readable and self._state(c.row, start) is not None)
+        return tuple(state for c in self._candidates
+                     if c.row.segment_id in chosen and (state := self._state(c.row, start)) is not None)
 
     def kept_end_states(self) -> list[tuple[SegmentScored, bytes]]:
-        """``end_states`` with the score row of the segment each belongs to."""
-        for candidate in self._kept:
-            row = candidate.row
-            if row.segment_id not in self._end_states:
-                key = keys.segment_end_state(self.run_id, row.epoch, row.segment_id)
-                state: bytes | None = None
-                try:
-                    state = self.store.get_bytes(key)
-                    unpack_end_state(state)  # checked once here rather than in every env
-                except ObjectNotFound:  # stored while judged starts were off
-                    log.info("segment %s has no end state to start episodes from", row.segment_id)
-                except EndStateError as exc:
-                    log.warning("judged starts leave out segment %s: %s of %s", row.segment_id, exc, key)
-                    state = None
-                self._end_states[row.segment_id] = state
-        return [(c.row, state) for c in self._kept if (state := self._end_states[c.row.segment_id]) is not None]
+        """The kept segments' end states with the score row of the segment each belongs to, best first."""
+        return [(c.row, state) for c in self._kept if (state := self._state(c.row, JudgedStartPoint.END)) is not None]
+
+    def _state(self, row: SegmentScored, point: JudgedStartPoint) -> bytes | None:
+        """The segment's stored start or end state, read once (None: it has none, or an unreadable one)."""
+        if (row.segment_id, point) not in self._states:
+            key = (keys.segment_start_state if point == JudgedStartPoint.START else keys.segment_end_state)(
+                self.run_id, row.epoch, row.segment_id)
+            state: bytes | None = None
+            try:
+                state = self.store.get_bytes(key)
+                unpack_end_state(state)  # checked once here rather than in every env
+            except ObjectNotFound:  # stored while judged starts were off, or (start) not on the way from the start
+                log.debug("segment %s has no %s state to start episodes from", row.segment_id, point)
+            except EndStateError as exc:
+                log.warning("judged starts leave out segment %s: %s of %s", row.segment_id, exc, key)
+                state = None
+            self._states[row.segment_id, point] = state
+        return self._states[row.segment_id, point]
 
     def data(self) -> ImitationData:
         kept = self._kept
