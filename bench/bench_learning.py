@@ -15,7 +15,8 @@ Arms, each trained in its own ``zelda-rlaif up`` (its own processes, run directo
 4. ``judged_starts``: ``self_imitation`` plus judged starts: ``--judged-start-fraction`` of the training episodes
    (``ZELDA_TRAINER_JUDGED_START_FRACTION``) begin at the end state of one of the kept judged segments
    (``--judged-start-point start``: at the state one of the best segments on the way from the game's start began
-   from, ``ZELDA_TRAINER_JUDGED_START_POINT``).
+   from, ``ZELDA_TRAINER_JUDGED_START_POINT``; ``--judged-start-balance milestones``: each milestone the kept
+   segments reached as likely, ``ZELDA_TRAINER_JUDGED_START_BALANCE``).
 5. ``random``: ``zelda-rlaif eval --policy random`` on the first trained run's directory (same game, same seeds).
 
 ``--arms`` runs a subset (the random arm needs a trained arm beside it for its run directory).
@@ -53,7 +54,7 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/ is no installed package
 
 from bench.learning_curves import plot, read_curve
-from zelda_trainer.settings import JudgedStartPoint
+from zelda_trainer.settings import JudgedStartBalance, JudgedStartPoint
 
 
 @dataclass(frozen=True)
@@ -64,10 +65,11 @@ class Arm:
 
 
 def trained_arms(sil_weight: float, judged_start_fraction: float,
-                 judged_start_point: JudgedStartPoint = JudgedStartPoint.END) -> tuple[Arm, ...]:
+                 judged_start_point: JudgedStartPoint = JudgedStartPoint.END,
+                 judged_start_balance: JudgedStartBalance = JudgedStartBalance.SEGMENTS) -> tuple[Arm, ...]:
     """The arms that train, in table order; ``sil_weight``: the loss weight of the arms that self-imitate,
-    ``judged_start_fraction``: the judged_starts arm's share of episodes begun at a kept segment's state, and
-    ``judged_start_point`` which one (``JudgedStartPoint``)."""
+    ``judged_start_fraction``: the judged_starts arm's share of episodes begun at a kept segment's state,
+    ``judged_start_point`` which one and ``judged_start_balance`` how they are picked."""
     # Each arm sets self-imitation and judged starts explicitly, so that the arms stay what they say whatever the
     # trainer's defaults.
     no_judged_starts = {"ZELDA_TRAINER_JUDGED_START_FRACTION": "0"}
@@ -81,7 +83,8 @@ def trained_arms(sil_weight: float, judged_start_fraction: float,
             {**imitation, **no_judged_starts}),
         Arm("judged_starts", "full loop + self-imitation + some episodes begun at the kept segments' states",
             {**imitation, "ZELDA_TRAINER_JUDGED_START_FRACTION": str(judged_start_fraction),
-             "ZELDA_TRAINER_JUDGED_START_POINT": judged_start_point.value}),
+             "ZELDA_TRAINER_JUDGED_START_POINT": judged_start_point.value,
+             "ZELDA_TRAINER_JUDGED_START_BALANCE": judged_start_balance.value}),
     )
 
 
@@ -198,6 +201,10 @@ def main() -> None:
                         choices=list(JudgedStartPoint), default=JudgedStartPoint.END,
                         help="judged_starts arm: ZELDA_TRAINER_JUDGED_START_POINT, begin at the kept segments' end "
                         "states (end) or where the best segments on the way from the game's start began (start)")
+    parser.add_argument("--judged-start-balance", type=JudgedStartBalance, choices=list(JudgedStartBalance),
+                        default=JudgedStartBalance.SEGMENTS,
+                        help="judged_starts arm: ZELDA_TRAINER_JUDGED_START_BALANCE, every kept state as likely "
+                        "(segments) or every milestone the kept segments reached (milestones)")
     parser.add_argument("--epochs", type=int, default=2, help="epochs per training run")
     parser.add_argument("--steps-per-epoch", type=int, default=16384, help="env steps per epoch")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2], help="training seeds (ZELDA_TRAINER_SEED)")
@@ -214,8 +221,8 @@ def main() -> None:
                         help="smoke test: 1 seed, 1 epoch of 2048 steps with short segments and episodes, "
                         "4 eval episodes (overrides the budget flags)")
     args = parser.parse_args()
-    arms = [arm for arm in trained_arms(args.sil_weight, args.judged_start_fraction,
-                                                   args.judged_start_point) if arm.name in args.arms]
+    arms = [arm for arm in trained_arms(args.sil_weight, args.judged_start_fraction, args.judged_start_point,
+                                        args.judged_start_balance) if arm.name in args.arms]
     imitating = bool({"self_imitation", "judged_starts"} & set(args.arms))
     if not arms:
         parser.error("--arms random alone has no run directory to play in: add a trained arm (e.g. --arms full random)")
@@ -255,7 +262,8 @@ def main() -> None:
               f"{args.eval_episodes} eval episodes (eval seed {args.eval_seed}, sampled actions, "
               f"{args.eval_epoch} checkpoint)"
               + (f", self-imitation weight {args.sil_weight}" if imitating else "")
-              + (f", judged starts {args.judged_start_fraction} at the {args.judged_start_point}"
+              + (f", judged starts {args.judged_start_fraction} at the {args.judged_start_point}, alike by "
+                 f"{args.judged_start_balance}"
                  if "judged_starts" in args.arms else "")
               + (", --quick" if args.quick else ""))
     table = markdown(rows)

@@ -11,13 +11,14 @@ import pytest
 from zelda_rlaif.events import SegmentScored
 from zelda_rlaif.game.actions import Action
 from zelda_rlaif.game.config import EnvConfig
+from zelda_rlaif.game.profiles.testworld import TESTWORLD
 from zelda_rlaif.game.rewards.config import RewardConfig
 from zelda_rlaif.segments import parse_state_log
 from zelda_rlaif.settings import StoreSettings
 from zelda_rlaif.storage import ObjectStore, keys, open_store
-from zelda_trainer.env_config import EnvSync, ExportPlan, StoreLocation, TrainingEnvConfig
+from zelda_trainer.env_config import EnvSync, ExportPlan, StartStates, StoreLocation, TrainingEnvConfig
 from zelda_trainer.self_imitation import BestSegments
-from zelda_trainer.settings import JudgedStartPoint
+from zelda_trainer.settings import JudgedStartBalance, JudgedStartPoint
 from zelda_trainer.training_env import TrainingEnv
 
 RUN = "judged-starts"
@@ -73,7 +74,7 @@ def test_an_episode_begins_where_the_best_judged_segment_ended(store: ObjectStor
     best = BestSegments(store, RUN, top_k=4, gamma=0.99)
     assert best.add_epochs([0])
     states = best.start_states(JudgedStartPoint.END)
-    assert states == (store.get_bytes(keys.segment_end_state(RUN, 0, segment.segment_id)),)
+    assert states.states == (store.get_bytes(keys.segment_end_state(RUN, 0, segment.segment_id)),)
 
     # Every episode of an env with fraction 1 begins there: in the key room, with the key, not at the game's start.
     env = training_env(store, judged_start_fraction=1.0, vector_index=1)
@@ -107,7 +108,8 @@ def test_a_start_state_is_where_a_segment_on_the_way_from_the_game_start_began(s
     assert not store.exists(keys.segment_start_state(RUN, 0, first))
 
     # An episode begun at a judged start keeps no start states: they stay on ways from the game's start.
-    env.apply_sync(EnvSync(epoch=0, start_states=(store.get_bytes(keys.segment_end_state(RUN, 0, first)),)))
+    first_end = store.get_bytes(keys.segment_end_state(RUN, 0, first))
+    env.apply_sync(EnvSync(epoch=0, start_states=StartStates((first_end,))))
     while not env.judged_start:
         env.reset()
     play_episode(env, Action.DOWN)
@@ -119,14 +121,16 @@ def test_a_start_state_is_where_a_segment_on_the_way_from_the_game_start_began(s
     put_scores(store, {judged[1]: 0.9, first: 0.8, second: 0.1, judged[0]: 0.05})
     best = BestSegments(store, RUN, top_k=1, gamma=0.99)
     best.add_epochs([0])
-    assert best.start_states(JudgedStartPoint.START) == (store.get_bytes(keys.segment_start_state(RUN, 0, second)),)
-    assert best.start_states(JudgedStartPoint.END) == (store.get_bytes(keys.segment_end_state(RUN, 0, judged[1])),)
+    second_start = store.get_bytes(keys.segment_start_state(RUN, 0, second))
+    assert best.start_states(JudgedStartPoint.START).states == (second_start,)
+    best_end = store.get_bytes(keys.segment_end_state(RUN, 0, judged[1]))
+    assert best.start_states(JudgedStartPoint.END).states == (best_end,)
 
 
 def test_envs_without_judged_starts_store_no_end_state(store: ObjectStore) -> None:
     """Saving a state costs ~13 ms, so segments keep one only when judged starts are on."""
     env = training_env(store, judged_start_fraction=0.0)
-    env.apply_sync(EnvSync(epoch=0, start_states=(b"never used",)))
+    env.apply_sync(EnvSync(epoch=0, start_states=StartStates((b"never used",))))
     env.reset(seed=0)
     assert not env.judged_start
     play_episode(env, Action.UP)
@@ -147,4 +151,29 @@ def test_segments_without_a_readable_end_state_are_left_out(store: ObjectStore) 
     put_scores(store, {cut: 0.9, missing: 0.8, good: 0.7})
     best = BestSegments(store, RUN, top_k=3, gamma=0.99)
     best.add_epochs([0])
-    assert best.start_states(JudgedStartPoint.END) == (store.get_bytes(keys.segment_end_state(RUN, 0, good)),)
+    assert best.start_states(JudgedStartPoint.END).states == (store.get_bytes(keys.segment_end_state(RUN, 0, good)),)
+
+
+def test_balanced_by_milestone_a_lone_success_is_picked_as_often_as_a_crowd(store: ObjectStore) -> None:
+    """``JudgedStartBalance.MILESTONES``: each milestone the kept segments reached gets the same share of judged starts,
+    however many of them reached it, so a branch of the quest found once is practised as much as the branch found
+    often."""
+    env = training_env(store, judged_start_fraction=1.0)
+    env.reset(seed=0)
+    play_episode(env, Action.UP)  # takes the key
+    for _ in range(3):
+        env.reset()
+        play_episode(env, Action.DOWN)  # reaches nothing
+    key, *nothing = (segment.segment_id for segment in env.take_completed().segments)
+    put_scores(store, {key: 0.1, **{segment: 0.9 for segment in nothing}})
+    best = BestSegments(store, RUN, top_k=3, gamma=0.99, milestones=TESTWORLD.milestones, per_milestone=1)
+    best.add_epochs([0])
+
+    alike = best.start_states(JudgedStartPoint.END)
+    assert len(alike) == 4 and alike.weights == ()
+    balanced = best.start_states(JudgedStartPoint.END, JudgedStartBalance.MILESTONES)
+    weights = dict(zip(balanced.states, balanced.weights, strict=True))
+    assert weights[store.get_bytes(keys.segment_end_state(RUN, 0, key))] == pytest.approx(0.5)
+    assert [weights[store.get_bytes(keys.segment_end_state(RUN, 0, s))] for s in nothing] == pytest.approx([1 / 6] * 3)
+    picked = [balanced.pick(env.zelda.np_random) for _ in range(400)]
+    assert 150 < picked.count(store.get_bytes(keys.segment_end_state(RUN, 0, key))) < 250

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from zelda_rlaif.errors import SettingsError
@@ -69,6 +70,22 @@ class LivePlan(BaseModel):
 
 
 @dataclass(frozen=True)
+class StartStates:
+    """Where judged starts begin: packed emulator states (``pack_end_state``) and how likely each is to be picked
+    (``weights``, summing to 1; empty: all alike)."""
+
+    states: tuple[bytes, ...] = ()
+    weights: tuple[float, ...] = ()
+
+    def __len__(self) -> int:
+        return len(self.states)
+
+    def pick(self, rng: np.random.Generator) -> bytes:
+        index = rng.choice(len(self.states), p=self.weights) if self.weights else rng.integers(len(self.states))
+        return self.states[int(index)]
+
+
+@dataclass(frozen=True)
 class EnvSync:
     """What the driver moves every env on to during a run, beside the weights that RLlib syncs itself: the epoch
     the envs export into, the reward model that shapes their reward and the states judged starts begin from.
@@ -78,7 +95,7 @@ class EnvSync:
     epoch: int
     reward_model: bytes | None = None  # the model file (rm.pt); None shapes nothing
     reward_model_epoch: int | None = None  # the epoch whose scores trained it
-    start_states: tuple[bytes, ...] = ()  # the end states of the best judged segments: where judged starts begin
+    start_states: StartStates = StartStates()  # where judged starts begin (``BestSegments.start_states``)
 
 
 class TrainingEnvConfig(BaseModel):

@@ -45,6 +45,15 @@ class JudgedStartPoint(StrEnum):
     START = "start"  # where it began, on the way from the game's start: one segment before the success
 
 
+class JudgedStartBalance(StrEnum):
+    """How a judged start picks among the kept states (``BestSegments.start_states``)."""
+
+    SEGMENTS = "segments"  # every kept state alike
+    # each quest milestone the kept segments reached alike (then the top-K rest as one more group), then each of its
+    # states alike: a branch of the quest with one kept success gets as many starts as the branch with many
+    MILESTONES = "milestones"
+
+
 class PPOSettings(BaseSettings):
 
     lr: float = Field(3e-4, gt=0, description="Adam learning rate")
@@ -156,6 +165,7 @@ class TrainerSettings(BaseSettings):
     # from the game's start began from, one segment before a judged success, so the practice is of the way there
     # (Salimans and Chen's backward curriculum, one segment back); docs/results.md, sections 9 and 10.
     judged_start_point: JudgedStartPoint = JudgedStartPoint.END
+    judged_start_balance: JudgedStartBalance = JudgedStartBalance.SEGMENTS
     # Online LLM guidance, nested too (ZELDA_TRAINER_GUIDANCE__ENABLED=true); its API key is read by the env
     # runners from ZELDA_GUIDANCE_LLM_API_KEY, never shipped in the env config.
     guidance: GuidanceConfig = Field(default_factory=GuidanceConfig)

@@ -34,7 +34,7 @@ from zelda_rlaif.logs import log_context
 from zelda_rlaif.storage import ObjectStore, keys, open_store
 from zelda_rlaif.subjects import EPOCH_EXPORTED, LIVE_METRICS, SEGMENT_EXPORTED
 from zelda_trainer import checkpoints, metrics
-from zelda_trainer.env_config import EnvSync
+from zelda_trainer.env_config import EnvSync, StartStates
 from zelda_trainer.evaluation.during_training import TrainingEvaluator
 from zelda_trainer.overlap import OverlappingPPO
 from zelda_trainer.progress import ConsoleProgress, epoch_line
@@ -104,7 +104,7 @@ class Trainer:
         self.best_segments = BestSegments(self.store, self.run_id, imitation.top_k, settings.ppo.gamma,
                                           profile.milestones, imitation.per_milestone) \
             if imitation.weight > 0 or settings.judged_start_fraction > 0 else None
-        self._start_states: tuple[bytes, ...] = ()  # the kept segments' end states, handed to the envs
+        self._start_states = StartStates()  # where judged starts begin, handed to the envs
         self._env_steps = 0
         # The most env steps one iteration can count: its batch, plus each emulator's last vector step past it.
         self._longest_iteration = settings.ppo.train_batch_size + max(settings.num_env_runners, 1) * \
@@ -296,10 +296,10 @@ class Trainer:
         if best is None or not unread or not await asyncio.to_thread(best.add_epochs, unread):
             return
         if self.settings.judged_start_fraction > 0:
-            point = self.settings.judged_start_point
-            self._start_states = await asyncio.to_thread(best.start_states, point)
-            log.info("judged starts: %.0f%% of episodes begin at the %s state of one of %d kept segments",
-                     100 * self.settings.judged_start_fraction, point, len(self._start_states))
+            point, balance = self.settings.judged_start_point, self.settings.judged_start_balance
+            self._start_states = await asyncio.to_thread(best.start_states, point, balance)
+            log.info("judged starts: %.0f%% of episodes begin at the %s state of one of %d kept segments (alike by %s)",
+                     100 * self.settings.judged_start_fraction, point, len(self._start_states), balance)
         if self.settings.self_imitation.weight <= 0:
             return
         data = best.data()

@@ -18,7 +18,7 @@ from zelda_rlaif.events import SegmentExported
 from zelda_rlaif.game.env import ZeldaEnv
 from zelda_rlaif.segments import unpack_end_state
 from zelda_rlaif.storage import open_store
-from zelda_trainer.env_config import EnvSync, TrainingEnvConfig
+from zelda_trainer.env_config import EnvSync, StartStates, TrainingEnvConfig
 from zelda_trainer.export import SegmentExporter
 from zelda_trainer.live import LiveStream
 
@@ -69,7 +69,7 @@ class TrainingEnv(gym.Wrapper[Any, int, Any, int]):
         self.tally = EpisodeTally()
         self._finished_episodes: list[EpisodeRecord] = []  # since the driver last took them
         self._reward_model_epoch: int | None = None  # of the model set last (None: no shaping)
-        self._start_states: tuple[bytes, ...] = ()  # where judged starts begin (EnvSync.start_states, packed)
+        self._start_states = StartStates()  # where judged starts begin (EnvSync.start_states)
         self.judged_start = False  # whether the current episode began at a judged segment's end state
         # Segments keep their end state only for judged starts: saving one costs ~13 ms.
         self._save_end_state = env.emulator.save_state if config.judged_start_fraction else None
@@ -99,7 +99,7 @@ class TrainingEnv(gym.Wrapper[Any, int, Any, int]):
         rng = self.zelda.np_random
         self.judged_start = bool(self._start_states) and rng.random() < self.config.judged_start_fraction
         if self.judged_start:
-            options["start_state"] = unpack_end_state(self._start_states[int(rng.integers(len(self._start_states)))])
+            options["start_state"] = unpack_end_state(self._start_states.pick(rng))
         obs, info = self.env.reset(options=options, **kwargs)
         if self.exporter is not None:
             self.exporter.begin_episode(from_game_start=not self.judged_start)

@@ -38,7 +38,8 @@ from zelda_rlaif.segments import (
     unpack_end_state,
 )
 from zelda_rlaif.storage import ObjectStore, keys
-from zelda_trainer.settings import JudgedStartPoint
+from zelda_trainer.env_config import StartStates
+from zelda_trainer.settings import JudgedStartBalance, JudgedStartPoint
 
 log = logging.getLogger(__name__)
 
@@ -150,19 +151,33 @@ class BestSegments:
             log.warning("self-imitation leaves out segment %s: %s of %s", row.segment_id, exc, key)
         return []
 
-    def start_states(self, point: JudgedStartPoint) -> tuple[bytes, ...]:
+    def start_states(self, point: JudgedStartPoint,
+                     balance: JudgedStartBalance = JudgedStartBalance.SEGMENTS) -> StartStates:
         """Where judged starts begin (``pack_end_state``: as stored), best segment first. ``end``: the kept segments'
         end states. ``start``: the states that the best segments on the way from the game's start began from (the
         same choice, N per milestone and K more, among segments that have a start state: every segment but the
         first of an episode from the game's start), so an episode begins one segment before a judged success and
         practises the way there. A segment stored without the state (judged starts were off) or with an
-        unreadable one is left out."""
+        unreadable one is left out. ``balance``: how likely each is picked (``JudgedStartBalance``)."""
         if point == JudgedStartPoint.END:
-            return tuple(state for _, state in self.kept_end_states())
-        start = JudgedStartPoint.START
-        chosen = self._choose(lambda c: c.readable and self._state(c.row, start) is not None)
-        return tuple(state for c in self._candidates
-                     if c.row.segment_id in chosen and (state := self._state(c.row, start)) is not None)
+            chosen = [(c, state) for c in self._kept if (state := self._state(c.row, point)) is not None]
+        else:
+            ids = self._choose(lambda c: c.readable and self._state(c.row, point) is not None)
+            chosen = [(c, state) for c in self._candidates
+                      if c.row.segment_id in ids and (state := self._state(c.row, point)) is not None]
+        states = tuple(state for _, state in chosen)
+        if balance == JudgedStartBalance.SEGMENTS or not chosen:
+            return StartStates(states)
+        # One group per milestone reached in a chosen segment, one for the chosen segments that reached none; each
+        # group is picked alike, then each of its segments alike.
+        groups = [[i for i, (c, _) in enumerate(chosen) if m.name in c.milestones] for m in self.milestones]
+        groups.append([i for i, (c, _) in enumerate(chosen) if not c.milestones])
+        groups = [group for group in groups if group]
+        weights = [0.0] * len(chosen)
+        for group in groups:
+            for i in group:
+                weights[i] += 1 / (len(groups) * len(group))
+        return StartStates(states, tuple(weights))
 
     def kept_end_states(self) -> list[tuple[SegmentScored, bytes]]:
         """The kept segments' end states with the score row of the segment each belongs to, best first."""
