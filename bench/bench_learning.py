@@ -21,12 +21,14 @@ Arms, each trained in its own ``zelda-rlaif up`` (its own processes, run directo
 
 ``--arms`` runs a subset (the random arm needs a trained arm beside it for its run directory).
 
-Every arm is then evaluated by ``zelda-rlaif eval --epoch best`` (``--eval-epoch latest``: the last checkpoint) with
-the same ``--seed`` and ``--episodes``, so all arms play the same episode seeds. The best checkpoint is the one the
+Every arm is then evaluated by ``zelda-rlaif eval --epoch best`` (``--eval-epoch latest``: the last checkpoint;
+``--eval-epoch best latest``: both, each with its own rows) with the same ``--seed`` and ``--episodes``, so all arms
+play the same episode seeds. The best checkpoint is the one the
 trainer kept apart by its *training* episodes (milestone score, then env return), so choosing it does not look at
 the eval episodes. Prints per arm each test-world milestone's fraction of eval episodes, rooms,
 env return and episode length as mean and min-max over the training seeds, plus wall time (training and
-evaluation, summed over seeds); writes ``results.json`` and ``results.md`` into ``--out``.
+evaluation, summed over seeds), then per seed the checkpoint's epoch and what it reached; writes ``results.json``
+and ``results.md`` into ``--out``.
 
 Learning curves: after each training run the bench reads its per-epoch ``EpochReport``s (``learning_curves.py``),
 keeps them in ``results.json`` (per arm and seed: env steps -> each milestone's fraction of that epoch's *training*
@@ -103,6 +105,7 @@ QUICK_ENV = {
 QUICK_STEPS_PER_EPOCH = 2048
 
 FIGURES = ("rooms_mean", "return_env_mean", "length_mean")
+CHECKPOINTS = ("best", "latest")
 
 
 class BenchError(RuntimeError):
@@ -121,13 +124,14 @@ def zelda(args: list[str], env: dict[str, str], log: Path) -> float:
     return time.perf_counter() - started
 
 
-def evaluate(run_dir: Path, args: argparse.Namespace, env: dict[str, str], random: bool) -> tuple[dict, float]:
-    """``zelda-rlaif eval`` of the run's ``--eval-epoch`` checkpoint (or the random policy); its report and wall
+def evaluate(run_dir: Path, args: argparse.Namespace, env: dict[str, str], random: bool,
+             checkpoint: str) -> tuple[dict, float]:
+    """``zelda-rlaif eval`` of the run's ``checkpoint`` (best or latest; or the random policy); its report and wall
     time."""
     what = "random" if random else "policy"
     policy = ["--policy", "random"] if random else []
     started = time.time()
-    wall = zelda(["eval", str(run_dir), "--epoch", args.eval_epoch, "--episodes", str(args.eval_episodes),
+    wall = zelda(["eval", str(run_dir), "--epoch", checkpoint, "--episodes", str(args.eval_episodes),
                   "--seed", str(args.eval_seed), *policy], env, run_dir / f"eval-{what}.log")
     # Named <what>-<n>x-seed<s>.json by `zelda-rlaif eval`; the one this call wrote (a rerun overwrites it).
     pattern = f"{'random-' if random else 'epoch_'}*-{args.eval_episodes}x-seed{args.eval_seed}.json"
@@ -150,16 +154,21 @@ def spread(values: list[float]) -> dict[str, float]:
     return {"mean": statistics.fmean(values), "min": min(values), "max": max(values)}
 
 
-def summarize(arm: Arm, reports: list[dict], train_s: float, eval_s: float, curves: list[dict]) -> dict:
-    """The arm's row: the eval ``reports`` over seeds, and ``curves``, per seed its training curve (none for the
-    random policy)."""
+def summarize(arm: Arm, checkpoint: str | None, reports: list[dict], seeds: list[int], train_s: float,
+              eval_s: float, curves: list[dict]) -> dict:
+    """The arm's row at one ``checkpoint`` (None: the random policy): the eval ``reports`` of the training ``seeds``,
+    over seeds and per seed, and ``curves``, per seed its training curve (none for the random policy)."""
     episodes = [report["episodes"] for report in reports]
     milestones = list(episodes[0]["milestones"])
     return {
-        "arm": arm.name, "what": arm.what, "seeds": len(reports), "train_s": train_s, "eval_s": eval_s,
+        "arm": arm.name, "what": arm.what, "checkpoint": checkpoint, "seeds": len(reports), "train_s": train_s,
+        "eval_s": eval_s,
         "env_steps": reports[0]["env_steps"] if arm is not RANDOM else None,
         "milestones": {name: spread([e["milestones"][name] for e in episodes]) for name in milestones},
         **{figure: spread([e[figure] for e in episodes]) for figure in FIGURES},
+        "per_seed": [{"seed": seed, "epoch": report.get("epoch"), "milestones": report["episodes"]["milestones"],
+                      **{figure: report["episodes"][figure] for figure in FIGURES}}
+                     for seed, report in zip(seeds, reports, strict=True)],
         "curves": curves,
     }
 
@@ -172,14 +181,29 @@ def cell(s: dict[str, float], percent: bool = False) -> str:
     return text if s["min"] == s["max"] else f"{text} ({s['min']:.1f}-{s['max']:.1f})"
 
 
-def markdown(rows: list[dict]) -> str:
+def markdown(rows: list[dict], by_checkpoint: bool = False) -> str:
+    """The table over seeds; ``by_checkpoint``: with a column naming each row's checkpoint."""
     milestones = list(rows[0]["milestones"])
-    header = ["arm", "seeds", *milestones, "rooms", "env return", "ep. length", "train s", "eval s"]
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * 2 + "---:|" * (len(header) - 2)]
+    first = ["arm", "checkpoint", "seeds"] if by_checkpoint else ["arm", "seeds"]
+    header = [*first, *milestones, "rooms", "env return", "ep. length", "train s", "eval s"]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(first) + "---:|" * (len(header) - len(first))]
     for row in rows:
-        cells = [row["arm"], str(row["seeds"]), *(cell(row["milestones"][m], percent=True) for m in milestones),
+        names = [row["arm"], row["checkpoint"] or "-"] if by_checkpoint else [row["arm"]]
+        cells = [*names, str(row["seeds"]), *(cell(row["milestones"][m], percent=True) for m in milestones),
                  *(cell(row[figure]) for figure in FIGURES), f"{row['train_s']:.0f}", f"{row['eval_s']:.0f}"]
         lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def per_seed_markdown(rows: list[dict]) -> str:
+    """Per arm, checkpoint and training seed: the checkpoint's epoch and the milestones its eval episodes reached."""
+    lines = ["| arm | checkpoint | seed | epoch | milestones reached (fraction of eval episodes) | rooms |",
+             "|---|---|---:|---:|---|---:|"]
+    for row in rows:
+        for seed in row["per_seed"]:
+            reached = ", ".join(f"{name} {value:.0%}" for name, value in seed["milestones"].items() if value) or "-"
+            lines.append(f"| {row['arm']} | {row['checkpoint'] or '-'} | {seed['seed']} | {seed['epoch']} | "
+                         f"{reached} | {seed['rooms_mean']:.1f} |")
     return "\n".join(lines)
 
 
@@ -210,9 +234,10 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2], help="training seeds (ZELDA_TRAINER_SEED)")
     parser.add_argument("--eval-episodes", type=int, default=32, help="eval episodes, the same for every arm")
     parser.add_argument("--eval-seed", type=int, default=0, help="eval seed, the same for every arm")
-    parser.add_argument("--eval-epoch", choices=["best", "latest"], default="best",
-                        help="the checkpoint each run is evaluated at: best (kept apart by the trainer on its training "
-                        "episodes' milestone score, then env return) or latest (default: best)")
+    parser.add_argument("--eval-epoch", nargs="+", choices=CHECKPOINTS, default=[CHECKPOINTS[0]],
+                        help="the checkpoints each run is evaluated at, each with its own rows: best (kept apart by "
+                        "the trainer on its training episodes' milestone score, then env return) and/or latest "
+                        "(default: best)")
     parser.add_argument("--finish-timeout", type=float, default=120,
                         help="seconds `up` waits after training for the last scores and reward model")
     parser.add_argument("--plot", type=Path, default=None,
@@ -241,32 +266,39 @@ def main() -> None:
         # `up` would continue or mix with an earlier run there; every arm must start from nothing.
         raise SystemExit(f"{', '.join(map(str, taken))} already holds runs: remove it or pass another --out")
 
+    args.eval_epoch = list(dict.fromkeys(args.eval_epoch))  # each checkpoint once, in the order given
     rows = []
     for arm in arms:
-        reports, curves, train_s, eval_s = [], [], 0.0, 0.0
+        curves, train_s = [], 0.0
+        reports: dict[str, list[dict]] = {checkpoint: [] for checkpoint in args.eval_epoch}
+        eval_s = dict.fromkeys(args.eval_epoch, 0.0)
         for seed in args.seeds:
             run_dir, wall = train(arm, seed, args, base_env)
             curves.append({"seed": seed, "points": read_curve(run_dir)})
-            report, eval_wall = evaluate(run_dir, args, base_env, random=False)
-            reports.append(report)
-            train_s, eval_s = train_s + wall, eval_s + eval_wall
-            print(f"{arm.name} seed {seed}: trained {wall:.0f} s, eval {eval_wall:.0f} s: "
-                  f"{report['episodes']['milestones']}", flush=True)
-        rows.append(summarize(arm, reports, train_s, eval_s, curves))
+            train_s += wall
+            for checkpoint in args.eval_epoch:
+                report, eval_wall = evaluate(run_dir, args, base_env, random=False, checkpoint=checkpoint)
+                reports[checkpoint].append(report)
+                eval_s[checkpoint] += eval_wall
+                print(f"{arm.name} seed {seed}: trained {wall:.0f} s, {checkpoint} checkpoint (epoch "
+                      f"{report.get('epoch')}) eval {eval_wall:.0f} s: {report['episodes']['milestones']}", flush=True)
+        rows += [summarize(arm, checkpoint, reports[checkpoint], args.seeds, train_s, eval_s[checkpoint], curves)
+                 for checkpoint in args.eval_epoch]
     if RANDOM.name in args.arms:
         # The random policy does not depend on the training seed: one evaluation, on the first run's game and seeds.
-        report, eval_wall = evaluate(args.out / arms[0].name / f"seed{args.seeds[0]}", args, base_env, random=True)
-        rows.append(summarize(RANDOM, [report], 0.0, eval_wall, []))
+        report, eval_wall = evaluate(args.out / arms[0].name / f"seed{args.seeds[0]}", args, base_env, random=True,
+                                     checkpoint=args.eval_epoch[0])
+        rows.append(summarize(RANDOM, None, [report], args.seeds[:1], 0.0, eval_wall, []))
 
     budget = (f"{args.epochs} epochs x {args.steps_per_epoch} env steps, training seeds {args.seeds}, "
               f"{args.eval_episodes} eval episodes (eval seed {args.eval_seed}, sampled actions, "
-              f"{args.eval_epoch} checkpoint)"
+              f"{' and '.join(args.eval_epoch)} checkpoint)"
               + (f", self-imitation weight {args.sil_weight}" if imitating else "")
               + (f", judged starts {args.judged_start_fraction} at the {args.judged_start_point}, alike by "
                  f"{args.judged_start_balance}"
                  if "judged_starts" in args.arms else "")
               + (", --quick" if args.quick else ""))
-    table = markdown(rows)
+    table = markdown(rows, by_checkpoint=len(args.eval_epoch) > 1)
     shown = args.plot.relative_to(args.out) if args.plot.is_relative_to(args.out) else args.plot
     note = ("Cells: mean over training seeds (min-max where they differ). Milestones: fraction of eval episodes "
             "reaching each. Times: wall seconds summed over seeds (train: the whole `zelda-rlaif up`, start-up, judges "
@@ -275,12 +307,15 @@ def main() -> None:
             "over seeds); results.json holds them per seed under `curves`.")
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "results.json").write_text(json.dumps({"budget": budget, "arms": rows}, indent=2))
-    (args.out / "results.md").write_text(f"{budget}\n\n{table}\n\n{note}\n")
+    (args.out / "results.md").write_text(f"{budget}\n\n{table}\n\n{note}\n\nPer seed:\n\n{per_seed_markdown(rows)}\n")
     print(budget)
     print(table)
     print(note)
+    print(per_seed_markdown(rows))
     # Last, so that the results are written even where matplotlib is missing.
-    plot(rows, args.plot, "Training episodes per epoch (not the eval of the table): fraction reaching each milestone\n"
+    curves_once = [row for row in rows if row["checkpoint"] in (None, args.eval_epoch[0])]  # one row per arm
+    plot(curves_once, args.plot,
+         "Training episodes per epoch (not the eval of the table): fraction reaching each milestone\n"
          f"{args.epochs} epochs x {args.steps_per_epoch} env steps, training seeds {args.seeds}"
          + ("; dashed: the random policy's eval" if RANDOM.name in args.arms else ""))
     print(f"written: {args.out / 'results.json'}, {args.out / 'results.md'}, {args.plot}")

@@ -22,17 +22,23 @@ def test_quick_bench_evaluates_every_arm_on_the_same_episodes(tmp_path: Path) ->
     out = tmp_path / "bench"
     # judged_starts is left out: in one epoch it is self_imitation (its states come from judged epochs).
     arms = ["full", "no_shaping", "self_imitation", "random"]
-    result = subprocess.run([sys.executable, str(SCRIPT), "--quick", "--out", str(out), "--arms", *arms],
+    result = subprocess.run([sys.executable, str(SCRIPT), "--quick", "--out", str(out), "--arms", *arms,
+                             "--eval-epoch", "best", "latest"],
                             capture_output=True, text=True, timeout=600, check=False)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
 
+    # A row per trained arm and checkpoint, then the random policy's.
     rows = json.loads((out / "results.json").read_text())["arms"]
-    assert [row["arm"] for row in rows] == arms
+    assert [(row["arm"], row["checkpoint"]) for row in rows] == \
+        [(arm, checkpoint) for arm in arms[:-1] for checkpoint in ("best", "latest")] + [("random", None)]
     for row in rows:
         assert list(row["milestones"]) == MILESTONES
         assert all(0.0 <= s["min"] <= s["mean"] <= s["max"] <= 1.0 for s in row["milestones"].values())
         assert row["seeds"] == 1 and row["eval_s"] > 0
+        [seed] = row["per_seed"]
+        assert seed["seed"] == 0 and list(seed["milestones"]) == MILESTONES
     assert rows[0]["env_steps"] >= 2048 and rows[0]["train_s"] > 0
+    assert rows[0]["per_seed"][0]["epoch"] == rows[1]["per_seed"][0]["epoch"] == 0  # one epoch: best is latest
 
     # Each trained arm's learning curve: its one epoch's training episodes, at the run's env steps.
     for row in rows[:-1]:
@@ -50,5 +56,6 @@ def test_quick_bench_evaluates_every_arm_on_the_same_episodes(tmp_path: Path) ->
     assert all(report["seeds"] == random_report["seeds"] for report in reports.values())
     assert random_report["policy"] == "random"
     results_md = (out / "results.md").read_text()
-    assert "| full | 1 |" in results_md and "| self_imitation | 1 |" in results_md
+    assert "| full | best | 1 |" in results_md and "| self_imitation | latest | 1 |" in results_md
+    assert "| full | latest | 0 | 0 |" in results_md  # per seed: arm, checkpoint, seed, epoch
     assert "Learning curves: learning.png" in results_md
