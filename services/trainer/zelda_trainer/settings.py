@@ -49,8 +49,8 @@ class JudgedStartBalance(StrEnum):
     """How a judged start picks among the kept states (``BestSegments.start_states``)."""
 
     SEGMENTS = "segments"  # every kept state alike
-    # each quest milestone the kept segments reached alike (then the top-K rest as one more group), then each of its
-    # states alike: a branch of the quest with one kept success gets as many starts as the branch with many
+    # each quest milestone the kept segments reached alike (those that reached none are one more group), then each
+    # of its states alike: a branch of the quest with one kept success gets as many starts as a branch with many
     MILESTONES = "milestones"
 
 
