@@ -307,11 +307,12 @@ def main() -> None:
             "over seeds); results.json holds them per seed under `curves`.")
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "results.json").write_text(json.dumps({"budget": budget, "arms": rows}, indent=2))
-    (args.out / "results.md").write_text(f"{budget}\n\n{table}\n\n{note}\n\nPer seed:\n\n{per_seed_markdown(rows)}\n")
+    per_seed = per_seed_markdown(rows)
+    (args.out / "results.md").write_text(f"{budget}\n\n{table}\n\n{note}\n\nPer seed:\n\n{per_seed}\n")
     print(budget)
     print(table)
     print(note)
-    print(per_seed_markdown(rows))
+    print(per_seed)
     # Last, so that the results are written even where matplotlib is missing.
     curves_once = [row for row in rows if row["checkpoint"] in (None, args.eval_epoch[0])]  # one row per arm
     plot(curves_once, args.plot,

@@ -160,11 +160,10 @@ class BestSegments:
         practises the way there. A segment stored without the state (judged starts were off) or with an
         unreadable one is left out. ``balance``: how likely each is picked (``JudgedStartBalance``)."""
         if point == JudgedStartPoint.END:
-            chosen = [(c, state) for c in self._kept if (state := self._state(c.row, point)) is not None]
+            chosen = self._with_states(self._kept, point)
         else:
             ids = self._choose(lambda c: c.readable and self._state(c.row, point) is not None)
-            chosen = [(c, state) for c in self._candidates
-                      if c.row.segment_id in ids and (state := self._state(c.row, point)) is not None]
+            chosen = self._with_states([c for c in self._candidates if c.row.segment_id in ids], point)
         states = tuple(state for _, state in chosen)
         if balance == JudgedStartBalance.SEGMENTS or not chosen:
             return StartStates(states)
@@ -181,7 +180,11 @@ class BestSegments:
 
     def kept_end_states(self) -> list[tuple[SegmentScored, bytes]]:
         """The kept segments' end states with the score row of the segment each belongs to, best first."""
-        return [(c.row, state) for c in self._kept if (state := self._state(c.row, JudgedStartPoint.END)) is not None]
+        return [(c.row, state) for c, state in self._with_states(self._kept, JudgedStartPoint.END)]
+
+    def _with_states(self, candidates: list[_Candidate], point: JudgedStartPoint) -> list[tuple[_Candidate, bytes]]:
+        """The ``candidates`` that have a readable ``point`` state, in order, each with that state."""
+        return [(c, state) for c in candidates if (state := self._state(c.row, point)) is not None]
 
     def _state(self, row: SegmentScored, point: JudgedStartPoint) -> bytes | None:
         """The segment's stored start or end state, read once (None: it has none, or an unreadable one)."""
