@@ -7,6 +7,7 @@ import asyncio
 import pytest
 
 from tests.support.segments import SCENARIOS, build_steps, frame_png
+from zelda_judge import rule_scores
 from zelda_judge.backends.rules import MODEL, RulesJudge
 from zelda_judge.kinds import KINDS
 from zelda_judge.prompts import IMAGE_TOKENS, PromptTooLarge, build_prompt, estimate_tokens
@@ -14,6 +15,7 @@ from zelda_judge.segment_io import Segment, select_key_frames
 from zelda_judge.settings import MIN_TOKEN_BUDGET
 from zelda_judge.summary import summarize
 from zelda_rlaif.events import JudgeKind, SegmentExported
+from zelda_rlaif.game.profiles import get_profile
 
 
 def scores(scenario: str, steps: int = 300, seed: int = 1) -> dict[str, float]:
@@ -132,3 +134,29 @@ def test_quest_milestones_reached_in_the_segment_count_as_progress() -> None:
     # An LLM judge reads them too.
     prompt = build_prompt(JudgeKind.STATE, manifest_for(90), with_quest, token_budget=3000)
     assert "Quest milestones reached in this segment: open_gate, solve_switch." in str(prompt)
+
+
+def test_walking_towards_the_next_objective_counts_as_progress() -> None:
+    """rules-v3: with the key taken, a segment that ends in the gate's room ($12) scores more progress than one
+    that walks the same distance the other way ($10), and an LLM judge is told the objective too."""
+    profile = get_profile("testworld")
+    explored = build_steps(steps=90, scenario="explore", seed=2)
+
+    def walk(to_room: int) -> list:
+        return [r.model_copy(update={"state": r.state.model_copy(update={
+            "group": 0, "room": 0x11 if i < 45 else to_room, "treasure_flags": 1, "keys": 1, "door_flags": 0,
+            "puzzle_flags": 0, "x": 80, "y": 72})}) for i, r in enumerate(explored)]
+
+    towards = summarize(walk(0x12), profile.milestones, profile.walkthrough)
+    away = summarize(walk(0x10), profile.milestones, profile.walkthrough)
+    assert towards.objective is not None and away.objective is not None
+    assert towards.objective.milestone == away.objective.milestone == "open_gate"
+    assert towards.objective.distance_first == 1.0 and towards.objective.distance_last < 1.0
+    assert away.objective.distance_last == 2.0 and not away.objective.reached
+    state_rules = KINDS[JudgeKind.STATE].rules
+    assert rule_scores.towards_objective(away) == 0.0 < rule_scores.towards_objective(towards)
+    assert state_rules(towards).scores["progress"] > state_rules(away).scores["progress"]
+    # No walkthrough given: no objective, as for a game without one.
+    assert summarize(walk(0x12), profile.milestones).objective is None
+    prompt = build_prompt(JudgeKind.STATE, manifest_for(90), towards, token_budget=3000)
+    assert "Next quest objective at the first step (walkthrough): open_gate in room 0:12" in str(prompt)

@@ -75,6 +75,7 @@ def _state_facts(manifest: SegmentExported, s: SegmentSummary, limit: int) -> li
         f"{first.sword_level}->{last.sword_level}; essences {first.essences}->{last.essences}; "
         f"treasure flags +{s.bits_set('treasure_flags')} bits.",
         f"Quest milestones reached in this segment: {', '.join(s.milestones_reached) or 'none'}.",
+        *_objective_facts(s),
         f"Text boxes opened: {len(s.text_boxes)}"
         + (f" (steps {clip_list([str(t) for t in s.text_boxes], limit, ', ')})" if s.text_boxes else "")
         + f"; steps with text showing: {s.text_steps}.",
@@ -84,6 +85,16 @@ def _state_facts(manifest: SegmentExported, s: SegmentSummary, limit: int) -> li
         f"Changes (step:what before->after): {clip_list(events, limit, '; ') if events else 'none'}.",
         f"Actions: {actions}.",
     ]
+
+
+def _objective_facts(s: SegmentSummary) -> list[str]:
+    """The walkthrough's next objective, for games that have one: where to go, which a state log does not say."""
+    o = s.objective
+    if o is None:
+        return []
+    return [f"Next quest objective at the first step (walkthrough): {o.milestone} in room {o.location}; "
+            f"{o.distance_first:g} rooms away at the first step, {o.distance_last:g} at the last; "
+            f"reached in this segment: {'yes' if o.reached else 'no'}."]
 
 
 def _user_text(kind: JudgeKind, manifest: SegmentExported, s: SegmentSummary, limit: int,

@@ -1,11 +1,12 @@
-"""``rules-v2`` formulas: each judge kind's scores computed from the state log alone, with no LLM.
+"""``rules-v3`` formulas: each judge kind's scores computed from the state log alone, with no LLM.
 
 All scores are clipped to [0, 1]; ``min(1, x / k)`` reads "full marks at k". With ``S`` the segment summary:
 
-    state   progress   = 0.35 * min(1, new_rooms / 4)
-                       + 0.15 * min(1, rupees_gained / 20)
-                       + 0.15 * min(1, keys_gained + sword_levels_gained)
+    state   progress   = 0.15 * min(1, new_rooms / 4)
+                       + 0.05 * min(1, rupees_gained / 20)
+                       + 0.10 * min(1, keys_gained + sword_levels_gained)
                        + 0.35 * min(1, essences_gained + treasure_bits_set + milestones_reached)
+                       + 0.35 * towards_objective
                        - 0.25 * deaths - 0.10 * min(1, damage_taken / max_health)
             dialog     = min(1, text_boxes_opened / 3)
             efficiency = 1 - stuck_steps / steps - menu_steps / steps - 0.02 * start_presses
@@ -17,6 +18,13 @@ milestones``: the test world's old man, key, gate, sword, switch and treasure ro
 the game's quest would. rules-v1 counted only items and essences, so opening the gate, pressing the switch and
 reaching the treasure room were worth one new room at most: bench/diagnose_loop.py ranked the segments that
 reached the treasure room at the 30th percentile of their epoch (docs/results.md, section 4).
+
+``towards_objective`` is 1 when the segment reached the walkthrough's next objective (the first milestone of the
+profile's ``walkthrough`` not held at the segment's first step), else ``min(1, rooms_closer / 2)``: full marks for
+ending two rooms closer to it, nothing for ending no closer (``SegmentSummary.objective``); 0 for a game without
+a walkthrough. An LLM judge that knows the game's quest knows where to go next; rules-v2 did not, and rewarded
+any new room alike, so a run whose episodes found one branch of the test world's quest had no score pointing it
+to the other (docs/results.md, sections 8-10). rules-v3 moves weight from rooms, rupees and items to it.
 
 ``new_rooms`` is the game's own count of rooms new to the episode when the state reports it, else the
 distinct rooms of the segment beyond the first; a "stuck step" is a movement action that left the player
@@ -32,7 +40,7 @@ from dataclasses import dataclass
 from zelda_judge.summary import SegmentSummary
 
 # What every rules verdict records as its model: the formulas' version.
-RULES_MODEL = "rules-v2"
+RULES_MODEL = "rules-v3"
 
 
 @dataclass(frozen=True)
@@ -51,13 +59,23 @@ def _full_at(value: float, full: float) -> float:
     return min(1.0, value / full)
 
 
+def towards_objective(s: SegmentSummary) -> float:
+    if s.objective is None:
+        return 0.0
+    if s.objective.reached:
+        return 1.0
+    return max(0.0, _full_at(s.objective.rooms_closer, 2))
+
+
 def state(s: SegmentSummary) -> RuleVerdict:
     max_health = max(1, s.last.max_health, s.first.max_health)
+    towards = towards_objective(s)
     progress = (
-        0.35 * _full_at(s.new_rooms, 4)
-        + 0.15 * _full_at(s.gained("rupees"), 20)
-        + 0.15 * _full_at(s.gained("keys") + s.gained("sword_level"), 1)
+        0.15 * _full_at(s.new_rooms, 4)
+        + 0.05 * _full_at(s.gained("rupees"), 20)
+        + 0.10 * _full_at(s.gained("keys") + s.gained("sword_level"), 1)
         + 0.35 * _full_at(s.gained("essences") + s.bits_set("treasure_flags") + len(s.milestones_reached), 1)
+        + 0.35 * towards
         - 0.25 * s.gained("deaths")
         - 0.10 * _full_at(s.damage_taken, max_health)
     )
@@ -67,7 +85,9 @@ def state(s: SegmentSummary) -> RuleVerdict:
         "efficiency": _clip(1.0 - s.stuck_steps / s.steps - s.menu_steps / s.steps - 0.02 * s.start_presses),
     }
     milestones = ", ".join(s.milestones_reached) or "none"
-    return RuleVerdict(scores, f"{s.new_rooms} new rooms, rupees +{s.gained('rupees')}, keys +{s.gained('keys')}, "
+    objective = (f"next objective {s.objective.milestone} {s.objective.distance_first:g} -> "
+                 f"{s.objective.distance_last:g} rooms away (towards {towards:.2f}), " if s.objective else "")
+    return RuleVerdict(scores, f"{objective}{s.new_rooms} new rooms, rupees +{s.gained('rupees')}, keys +{s.gained('keys')}, "
                                f"milestones {milestones}, deaths {s.gained('deaths')}, {len(s.text_boxes)} text boxes, "
                                f"{s.stuck_steps}/{s.steps} stuck steps, {s.start_presses} START presses")
 

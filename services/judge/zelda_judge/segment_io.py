@@ -20,7 +20,7 @@ from zelda_judge.summary import SegmentSummary, summarize
 from zelda_rlaif.bus import PermanentFailure
 from zelda_rlaif.errors import ObjectNotFound
 from zelda_rlaif.events import SegmentExported, SegmentRef
-from zelda_rlaif.replay.milestones import profile_milestones
+from zelda_rlaif.replay.milestones import load_profile
 from zelda_rlaif.segments import StateLogError, StepRecord, parse_state_log
 from zelda_rlaif.storage import keys
 from zelda_rlaif.storage.base import ObjectStore
@@ -87,10 +87,12 @@ class SegmentReader:
         records = await self._records(ref)
         if not records:
             raise PermanentFailure(f"segment {ref.segment_id} has an empty state log; nothing to judge")
-        milestones = profile_milestones(manifest.profile)
-        if isinstance(milestones, str):
-            log.warning("segment %s: %s; the judges see no quest milestones", ref.segment_id, milestones)
-        summary = summarize(records, () if isinstance(milestones, str) else milestones)
+        profile = load_profile(manifest.profile)
+        if isinstance(profile, str):
+            log.warning("segment %s: %s; the judges see no quest milestones", ref.segment_id, profile)
+            summary = summarize(records)
+        else:
+            summary = summarize(records, profile.milestones, profile.walkthrough)
         frames: dict[int, bytes] = {}
         for step in select_key_frames(manifest.frame_steps, summary, key_frames):
             frames[step] = await self._get(ref, keys.segment_frame(ref.run_id, ref.epoch, ref.segment_id, step))

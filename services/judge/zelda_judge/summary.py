@@ -18,6 +18,7 @@ from zelda_rlaif.segments import GameState, StepRecord
 
 if TYPE_CHECKING:
     from zelda_rlaif.game.profiles.base import Milestone
+    from zelda_rlaif.game.profiles.walkthrough import Walkthrough
 
 # Action ids of the environment (0 NOP, 1 up, 2 down, 3 left, 4 right, 5 A, 6 B, 7 START).
 MOVE_ACTIONS = frozenset({1, 2, 3, 4})
@@ -66,6 +67,21 @@ class FlagChange:
 
 
 @dataclass(frozen=True)
+class ObjectiveProgress:
+    """The walkthrough's next objective at the segment's first step, and how far the segment got towards it."""
+
+    milestone: str
+    location: str  # group:room, as in the room path
+    distance_first: float  # rooms between the player and the objective at the first step (walkthrough.distance)
+    distance_last: float  # the same at the last step
+    reached: bool  # the segment reached the objective's milestone
+
+    @property
+    def rooms_closer(self) -> float:
+        return self.distance_first - self.distance_last
+
+
+@dataclass(frozen=True)
 class SegmentSummary:
     steps: int
     step_start: int
@@ -92,6 +108,8 @@ class SegmentSummary:
     actions: dict[str, int]
     # The game profile's quest milestones that the segment reached (not yet held at its first step), in quest order.
     milestones_reached: tuple[str, ...] = ()
+    # Only for games with a walkthrough, and only while the walkthrough leads somewhere from the first room.
+    objective: ObjectiveProgress | None = None
 
     @property
     def new_rooms(self) -> int:
@@ -111,8 +129,10 @@ def _popcount(value: int) -> int:
     return bin(value & ((1 << 256) - 1)).count("1")
 
 
-def summarize(records: Sequence[StepRecord], milestones: Sequence[Milestone] = ()) -> SegmentSummary:
-    """``milestones``: the segment's game profile's quest milestones (none: ``milestones_reached`` stays empty)."""
+def summarize(records: Sequence[StepRecord], milestones: Sequence[Milestone] = (),
+              walkthrough: Walkthrough | None = None) -> SegmentSummary:
+    """``milestones``: the segment's game profile's quest milestones (none: ``milestones_reached`` stays empty);
+    ``walkthrough``: its way to them (none: no ``objective``)."""
     if not records:
         raise ValueError("a segment without steps cannot be summarised")
     first, last = records[0].state, records[-1].state
@@ -164,6 +184,7 @@ def summarize(records: Sequence[StepRecord], milestones: Sequence[Milestone] = (
             run = 0
         previous = state
     reported = first.rooms_visited or last.rooms_visited
+    reached = tuple(reached_in(milestone_marks(milestones, records)))
     return SegmentSummary(
         steps=len(records),
         step_start=records[0].step,
@@ -188,5 +209,26 @@ def summarize(records: Sequence[StepRecord], milestones: Sequence[Milestone] = (
         longest_stuck=longest,
         enemies_max=enemies_max,
         actions=dict(Counter(r.action_name for r in records)),
-        milestones_reached=tuple(reached_in(milestone_marks(milestones, records))),
+        milestones_reached=reached,
+        objective=_objective_progress(walkthrough, milestones, first, last, reached),
     )
+
+
+def _objective_progress(walkthrough: Walkthrough | None, milestones: Sequence[Milestone], first: GameState,
+                        last: GameState, reached: Sequence[str]) -> ObjectiveProgress | None:
+    if walkthrough is None:
+        return None
+    first_state, last_state = first.model_dump(), last.model_dump()
+    try:
+        objective = walkthrough.next_objective(first_state, {m.name: m.reached for m in milestones})
+    except KeyError:  # a milestone that reads a RAM field the state log leaves out: no way to tell what is next
+        return None
+    if objective is None:
+        return None
+    distance_first = walkthrough.distance(first_state, objective)
+    distance_last = walkthrough.distance(last_state, objective)
+    if distance_first is None or distance_last is None:
+        return None
+    return ObjectiveProgress(milestone=objective.milestone, location=f"{objective.group}:{objective.room:02x}",
+                             distance_first=round(distance_first, 3), distance_last=round(distance_last, 3),
+                             reached=objective.milestone in reached)

@@ -13,19 +13,25 @@ from zelda_rlaif.replay.model import MilestoneMark, ReplayStep
 from zelda_rlaif.segments import StepRecord
 
 if TYPE_CHECKING:
-    from zelda_rlaif.game.profiles.base import Milestone
+    from zelda_rlaif.game.profiles.base import GameProfile, Milestone
 
 
-def profile_milestones(profile: str) -> tuple[Milestone, ...] | str:
-    """The profile's milestones in quest order, or a sentence saying why they cannot be shown."""
+def load_profile(profile: str) -> GameProfile | str:
+    """The named game profile, or a sentence saying why its milestones cannot be shown."""
     try:
         from zelda_rlaif.game.profiles import get_profile
     except ImportError as exc:  # the HUD image leaves the game layer's dependencies out
         return f"milestones are not shown: the game profiles need {exc.name or 'the game layer'}, not installed here"
     try:
-        return get_profile(profile).milestones
+        return get_profile(profile)
     except ValueError as exc:
         return f"milestones are not shown: {exc}"
+
+
+def profile_milestones(profile: str) -> tuple[Milestone, ...] | str:
+    """The profile's milestones in quest order, or a sentence saying why they cannot be shown."""
+    found = load_profile(profile)
+    return found if isinstance(found, str) else found.milestones
 
 
 def milestone_marks(milestones: Sequence[Milestone], steps: Sequence[ReplayStep | StepRecord]) -> list[MilestoneMark]:

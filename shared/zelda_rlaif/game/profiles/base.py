@@ -10,6 +10,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from zelda_rlaif.game.profiles.walkthrough import Walkthrough
+
 
 class Encoding(StrEnum):
     U8 = "u8"
@@ -122,7 +124,15 @@ class GameProfile:
     boot_frames_limit: int = 600  # frames to wait for gameplay after power-on when no state is supplied
     landmarks: tuple[Landmark, ...] = ()
     milestones: tuple[Milestone, ...] = ()  # in quest order
+    walkthrough: Walkthrough | None = None  # the way to the milestones, for judges that know the game
     notes: str = ""
+
+    def __post_init__(self) -> None:
+        if self.walkthrough is not None:
+            unknown = [o.milestone for o in self.walkthrough.objectives if o.milestone not in self.milestone_names]
+            if unknown:
+                raise ValueError(f"profile {self.name}: the walkthrough names {', '.join(unknown)}, which are not "
+                                 f"among its milestones ({', '.join(self.milestone_names)})")
 
     @property
     def milestone_names(self) -> list[str]:

@@ -15,6 +15,32 @@ from zelda_rlaif.game.profiles.base import (
     RomIdentity,
     WorldGeometry,
 )
+from zelda_rlaif.game.profiles.walkthrough import Objective, Walkthrough
+
+
+def _overworld_passages() -> list[tuple[tuple[int, int], tuple[int, int]]]:
+    """The 4x4 overworld's open doorways (the ROM's README map): every column runs top to bottom; rows are open
+    from column 0 to 2 and the locked gate joins $12 to $13, so the east column is reached through the gate only."""
+    vertical = [((0, row << 4 | col), (0, (row + 1) << 4 | col)) for col in range(4) for row in range(3)]
+    horizontal = [((0, row << 4 | col), (0, row << 4 | (col + 1))) for row in range(4) for col in range(2)]
+    return [*vertical, *horizontal, ((0, 0x12), (0, 0x13))]
+
+
+# The way through the quest (the ROM's README): key, gate, sword, then the stairs down to the switch and the
+# treasure room. The old man is left out: talking to him leaves nothing in RAM once his text box closes.
+TESTWORLD_WALKTHROUGH = Walkthrough(
+    objectives=(
+        Objective("take_key", 0, 0x01, spot=(72, 56)),
+        Objective("open_gate", 0, 0x12, spot=(152, 64)),
+        Objective("take_sword", 0, 0x03, spot=(72, 56)),
+        Objective("solve_switch", 1, 1, spot=(120, 72)),
+        Objective("reach_treasure", 1, 2),
+    ),
+    passages=(*_overworld_passages(),
+              ((0, 0x10), (1, 0)),  # the house door
+              ((0, 0x20), (1, 1)),  # the stairs down to the puzzle room
+              ((1, 1), (1, 2))),  # the bars the switch opens
+)
 
 TESTWORLD = GameProfile(
     name="testworld",
@@ -58,5 +84,6 @@ TESTWORLD = GameProfile(
                   lambda s: bool(s["puzzle_flags"] & 0x01)),
         Milestone("reach_treasure", "reached the treasure room", lambda s: (s["group"], s["room"]) == (1, 2)),
     ),
+    walkthrough=TESTWORLD_WALKTHROUGH,
     notes="Boots straight into gameplay; the environment makes its start state after boot.",
 )

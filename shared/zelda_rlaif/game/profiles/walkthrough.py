@@ -1,0 +1,87 @@
+"""A game's walkthrough: where each quest milestone is reached, in the order a player takes them, and how rooms connect.
+
+What an LLM judge that knows the game brings to a segment and a state log alone does not: the way to the next
+milestone before it is reached. Judges use it to tell a segment that walked towards the next objective from one
+that wandered (``zelda_judge.summary``), which is the difference between exploring a maze and being told
+where the exit is. It is plain data beside the profile, like the milestones, and read only by the judges.
+
+Distances are counted in rooms: the doorways to cross from the player's room to the objective's (breadth-first
+over ``passages``, locked ones included: a walkthrough names the way, not whether it is open yet), and, once in
+the objective's room, the fraction of the room still between the player and the objective's spot.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from functools import cached_property
+
+Location = tuple[int, int]  # (group, room)
+
+
+@dataclass(frozen=True)
+class Objective:
+    """Where the walkthrough reaches a milestone: its room, and the spot in it (playfield pixels), if any."""
+
+    milestone: str
+    group: int
+    room: int
+    spot: tuple[int, int] | None = None  # None: entering the room is the milestone
+
+    @property
+    def location(self) -> Location:
+        return (self.group, self.room)
+
+
+@dataclass(frozen=True)
+class Walkthrough:
+    # In the order the walkthrough takes them; milestones that no state shows as done once the moment is past
+    # (a text box that closed) are left out: the next objective must be readable from one state.
+    objectives: tuple[Objective, ...]
+    passages: tuple[tuple[Location, Location], ...]  # doorways, stairs and gates, usable both ways
+    room_width_px: int = 160
+    room_height_px: int = 128
+
+    @cached_property
+    def _hops(self) -> dict[Location, dict[Location, int]]:
+        """Rooms to cross from every room to every objective's room (breadth-first from the objective)."""
+        graph: dict[Location, list[Location]] = {}
+        for a, b in self.passages:
+            graph.setdefault(a, []).append(b)
+            graph.setdefault(b, []).append(a)
+        table: dict[Location, dict[Location, int]] = {}
+        for objective in self.objectives:
+            target = objective.location
+            hops = {target: 0}
+            queue = deque([target])
+            while queue:
+                here = queue.popleft()
+                for there in graph.get(here, ()):
+                    if there not in hops:
+                        hops[there] = hops[here] + 1
+                        queue.append(there)
+            table[target] = hops
+        return table
+
+    def next_objective(self, state: Mapping[str, int],
+                       reached: Mapping[str, Callable[[Mapping[str, int]], bool]]) -> Objective | None:
+        """The first objective whose milestone ``state`` does not hold (``reached``: milestone name -> test)."""
+        for objective in self.objectives:
+            if not reached[objective.milestone](state):
+                return objective
+        return None
+
+    def distance(self, state: Mapping[str, int], objective: Objective) -> float | None:
+        """Rooms between the player and the objective: doorways to cross, plus the share of the objective's room
+        still to walk once in it (0 on the spot). None when no passage leads there from the player's room."""
+        here = (int(state["group"]), int(state["room"]))
+        hops = self._hops[objective.location].get(here)
+        if hops is None:
+            return None
+        if hops > 0:
+            return float(hops)
+        if objective.spot is None:
+            return 0.0
+        dx, dy = abs(int(state["x"]) - objective.spot[0]), abs(int(state["y"]) - objective.spot[1])
+        return min(1.0, (dx + dy) / (self.room_width_px + self.room_height_px))

@@ -1,0 +1,62 @@
+"""The test world's walkthrough: the next objective from one state, and the rooms between the player and it."""
+
+from __future__ import annotations
+
+import pytest
+
+from zelda_rlaif.game.profiles import get_profile
+from zelda_rlaif.game.profiles.base import GameProfile
+from zelda_rlaif.game.profiles.walkthrough import Objective, Walkthrough
+
+PROFILE = get_profile("testworld")
+WALKTHROUGH = PROFILE.walkthrough
+assert WALKTHROUGH is not None
+REACHED = {m.name: m.reached for m in PROFILE.milestones}
+START = {"group": 0, "room": 0x11, "x": 80, "y": 72, "text_active": 0, "treasure_flags": 0, "door_flags": 0,
+         "puzzle_flags": 0}
+
+
+def state(**changes: int) -> dict[str, int]:
+    return {**START, **changes}
+
+
+def next_milestone(s: dict[str, int]) -> str | None:
+    objective = WALKTHROUGH.next_objective(s, REACHED)
+    return objective.milestone if objective else None
+
+
+def test_objectives_follow_the_quest_from_one_state() -> None:
+    assert next_milestone(state()) == "take_key"
+    assert next_milestone(state(treasure_flags=1)) == "open_gate"
+    assert next_milestone(state(treasure_flags=1, door_flags=1)) == "take_sword"
+    assert next_milestone(state(treasure_flags=3, door_flags=1)) == "solve_switch"
+    assert next_milestone(state(treasure_flags=3, door_flags=1, puzzle_flags=1)) == "reach_treasure"
+    assert next_milestone(state(group=1, room=2, treasure_flags=3, door_flags=1, puzzle_flags=1)) is None
+
+
+def objective(milestone: str) -> Objective:
+    return next(o for o in WALKTHROUGH.objectives if o.milestone == milestone)
+
+
+def test_distances_follow_the_doorways_of_the_map() -> None:
+    sword, switch = objective("take_sword"), objective("solve_switch")
+    # The east column is reached through the gate only: $11 -> $12 -> $13 -> $03, not over the pond at $02.
+    assert WALKTHROUGH.distance(state(), sword) == 3.0
+    assert WALKTHROUGH.distance(state(room=0x02), sword) == 3.0
+    # Down the stairs in $20 to the puzzle room.
+    assert WALKTHROUGH.distance(state(), switch) == 3.0
+    assert WALKTHROUGH.distance(state(room=0x20), switch) == 1.0
+    # In the objective's room: the share of the room still to walk, 0 on the spot.
+    key = objective("take_key")
+    assert WALKTHROUGH.distance(state(room=0x01, x=72, y=56), key) == 0.0
+    inside = WALKTHROUGH.distance(state(room=0x01, x=72, y=120), key)
+    assert inside is not None and 0.0 < inside < 1.0
+    # A room the walkthrough's passages do not reach.
+    assert WALKTHROUGH.distance(state(group=3, room=0), key) is None
+
+
+def test_a_walkthrough_must_name_the_profile_milestones() -> None:
+    stray = Walkthrough(objectives=(Objective("find_the_moon", 0, 0),), passages=())
+    with pytest.raises(ValueError, match="find_the_moon"):
+        GameProfile(name="x", rom=PROFILE.rom, ram=PROFILE.ram, geometry=PROFILE.geometry,
+                    milestones=PROFILE.milestones, walkthrough=stray)
