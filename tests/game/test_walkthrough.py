@@ -9,8 +9,14 @@ from zelda_rlaif.game.profiles.base import GameProfile
 from zelda_rlaif.game.profiles.walkthrough import Objective, Walkthrough
 
 PROFILE = get_profile("testworld")
-WALKTHROUGH = PROFILE.walkthrough
-assert WALKTHROUGH is not None
+
+
+def _walkthrough() -> Walkthrough:
+    assert PROFILE.walkthrough is not None, "the test world has a walkthrough"
+    return PROFILE.walkthrough
+
+
+WALKTHROUGH = _walkthrough()
 REACHED = {m.name: m.reached for m in PROFILE.milestones}
 START = {"group": 0, "room": 0x11, "x": 80, "y": 72, "text_active": 0, "treasure_flags": 0, "door_flags": 0,
          "puzzle_flags": 0}

@@ -87,8 +87,9 @@ def state(s: SegmentSummary) -> RuleVerdict:
     milestones = ", ".join(s.milestones_reached) or "none"
     objective = (f"next objective {s.objective.milestone} {s.objective.distance_first:g} -> "
                  f"{s.objective.distance_last:g} rooms away (towards {towards:.2f}), " if s.objective else "")
-    return RuleVerdict(scores, f"{objective}{s.new_rooms} new rooms, rupees +{s.gained('rupees')}, keys +{s.gained('keys')}, "
-                               f"milestones {milestones}, deaths {s.gained('deaths')}, {len(s.text_boxes)} text boxes, "
+    return RuleVerdict(scores, f"{objective}{s.new_rooms} new rooms, rupees +{s.gained('rupees')}, "
+                               f"keys +{s.gained('keys')}, milestones {milestones}, deaths {s.gained('deaths')}, "
+                               f"{len(s.text_boxes)} text boxes, "
                                f"{s.stuck_steps}/{s.steps} stuck steps, {s.start_presses} START presses")
 
 
