@@ -16,7 +16,10 @@ For each ``zelda-rlaif up`` run directory, then pooled over all of them, prints 
    every step of the epoch's judged segments mean |r| and std of the env reward (all but shaping) and of the
    shaping; ``shaping/env`` is the ratio of the stds. Pooled tables average the runs epoch by epoch.
 4. ``top segments``: the best combined scores, with the rooms they visited and the milestones they reached.
-5. ``judged starts`` (runs with ``ZELDA_TRAINER_JUDGED_START_FRACTION`` > 0 on the bundled test world): where the
+5. ``walkthrough objectives`` (games whose profile has a walkthrough): per next objective at a segment's first step,
+   the segments that had it, the share that ended closer to it and that reached it, and their mean combined score
+   and percentile rank: whether the judges' ranking points along the way (``zelda_judge.summary.ObjectiveProgress``).
+6. ``judged starts`` (runs with ``ZELDA_TRAINER_JUDGED_START_FRACTION`` > 0 on the bundled test world): where the
    run's episodes would begin at its end, i.e. the segments the trainer keeps (its default K and N per milestone) that
    have an end state, with the room that state is in and the milestones it holds (decoded in PyBoy).
 """
@@ -38,12 +41,13 @@ import numpy.typing as npt
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/ is no installed package
 
+from zelda_judge.summary import ObjectiveProgress, objective_progress
 from zelda_rlaif.episodes import EpochReport
 from zelda_rlaif.errors import ObjectNotFound, ZeldaRlaifError
 from zelda_rlaif.events import SegmentExported, SegmentScored
 from zelda_rlaif.game.emulator import Emulator
-from zelda_rlaif.game.profiles.base import Milestone
-from zelda_rlaif.replay.milestones import milestone_marks, profile_milestones
+from zelda_rlaif.game.profiles.base import GameProfile
+from zelda_rlaif.replay.milestones import load_profile, milestone_marks
 from zelda_rlaif.replay.model import ReplayStep
 from zelda_rlaif.reward_model.potential import Potential
 from zelda_rlaif.reward_model.registry import load_potential, read_metadata
@@ -73,6 +77,7 @@ class Segment:
     env_rewards: Floats  # per step: every reward component but shaping
     shaping: Floats | None  # per step; None when no reward model shaped the segment
     held_out_phi: float | None  # mean Phi under the previous epoch's reward model, which never saw this segment
+    objective: ObjectiveProgress | None = None  # the walkthrough's next objective at the first step, if any
 
 
 @dataclass
@@ -110,9 +115,9 @@ def _mean(values: Sequence[float]) -> float | None:
     return statistics.fmean(values) if values else None
 
 
-def _milestones_of(profile: str, cache: dict[str, tuple[Milestone, ...]]) -> tuple[Milestone, ...]:
+def _profile_of(profile: str, cache: dict[str, GameProfile]) -> GameProfile:
     if profile not in cache:
-        found = profile_milestones(profile)
+        found = load_profile(profile)
         if isinstance(found, str):
             raise ValueError(f"{found}: run this script from the repository's venv (.venv/bin/python)")
         cache[profile] = found
@@ -120,7 +125,7 @@ def _milestones_of(profile: str, cache: dict[str, tuple[Milestone, ...]]) -> tup
 
 
 def _segment(store: ObjectStore, run: str, row: SegmentScored, percentile: float, previous: Potential | None,
-             profiles: dict[str, tuple[Milestone, ...]], notes: list[str]) -> Segment | None:
+             profiles: dict[str, GameProfile], notes: list[str]) -> Segment | None:
     try:
         manifest = SegmentExported.model_validate(store.get_json(keys.segment_manifest(run, row.epoch,
                                                                                          row.segment_id)))
@@ -133,16 +138,20 @@ def _segment(store: ObjectStore, run: str, row: SegmentScored, percentile: float
         return None
     steps = [ReplayStep(step=r.step, action_name=r.action_name, reward=r.reward, components=r.components,
                         state=r.state) for r in records]
-    marks = milestone_marks(_milestones_of(manifest.profile, profiles), steps)
+    profile = _profile_of(manifest.profile, profiles)
+    marks = milestone_marks(profile.milestones, steps)
+    reached = [m.name for m in marks if m.readable and m.first_step is not None and not m.from_start]
     shaping = np.array([r.components.get("shaping", 0.0) for r in records])
     shaped = any("shaping" in r.components for r in records)
     return Segment(
         run=run, epoch=row.epoch, segment_id=row.segment_id, combined=row.combined, percentile=percentile,
         dimensions=dict(row.dimensions),
-        milestones=[m.name for m in marks if m.readable and m.first_step is not None and not m.from_start],
+        milestones=reached,
         rooms=len(manifest.rooms_visited), env_rewards=np.array([r.reward for r in records]) - shaping,
         shaping=shaping if shaped else None,
-        held_out_phi=previous.mean_phi([r.observation for r in records]) if previous else None)
+        held_out_phi=previous.mean_phi([r.observation for r in records]) if previous else None,
+        objective=objective_progress(profile.walkthrough, profile.milestones, records[0].state, records[-1].state,
+                                     reached))
 
 
 def _shaping_row(epoch: int, report: EpochReport | None, segments: list[Segment]) -> Row:
@@ -169,7 +178,7 @@ def read_run(run_dir: Path) -> Run:
     if not epochs:
         raise ValueError(f"run {run_id} in {run_dir} has no judged epoch (no scores.jsonl): see {run_dir / 'up.log'}")
     run = Run(run_dir, run_id, [], [], [], [])
-    profiles: dict[str, tuple[Milestone, ...]] = {}
+    profiles: dict[str, GameProfile] = {}
     by_epoch: dict[int, list[Segment]] = {}
     for epoch in epochs:
         previous_meta = read_metadata(store, run_id, epoch - 1) if epoch else None
@@ -187,7 +196,7 @@ def read_run(run_dir: Path) -> Run:
         except ObjectNotFound:
             report = None
         run.shaping.append(_shaping_row(epoch, report, by_epoch[epoch]))
-    run.milestone_names = list(dict.fromkeys(m.name for milestones in profiles.values() for m in milestones))
+    run.milestone_names = list(dict.fromkeys(m.name for profile in profiles.values() for m in profile.milestones))
     combined = {s.segment_id: s.combined for s in run.segments}
     for epoch in epochs:
         meta = read_metadata(store, run_id, epoch)
@@ -204,12 +213,13 @@ def read_run(run_dir: Path) -> Run:
 
 
 def judged_start_table(store: ObjectStore, run_id: str, epochs: list[int],
-                       profiles: dict[str, tuple[Milestone, ...]]) -> list[Row]:
+                       profiles: dict[str, GameProfile]) -> list[Row]:
     """The end states of the segments the trainer keeps after the run's last judged epoch (empty when none has
     one, or the run is not on the bundled test world, whose ROM decodes them)."""
-    milestones = profiles.get("testworld")
-    if milestones is None:
+    testworld = profiles.get("testworld")
+    if testworld is None:
         return []
+    milestones = testworld.milestones
     kept = SelfImitationSettings()
     # gamma only discounts the returns self-imitation learns from, which this table does not read.
     best = BestSegments(store, run_id, kept.top_k, 0.99, milestones, kept.per_milestone)
@@ -240,6 +250,20 @@ def milestone_table(segments: list[Segment], milestone_names: list[str]) -> list
              "pct_rank": _mean([s.percentile for s in group]),
              **{d: _mean([s.dimensions[d] for s in group if d in s.dimensions]) for d in dimensions}}
             for name, group in groups]
+
+
+def objective_table(segments: list[Segment]) -> list[Row]:
+    """Per walkthrough objective (in the order first met), how the segments that began with it as the next one
+    fared and how the judges ranked them."""
+    groups: dict[str, list[Segment]] = {}
+    for s in segments:
+        if s.objective is not None:
+            groups.setdefault(s.objective.milestone, []).append(s)
+    return [{"objective": name, "segments": len(group),
+             "closer_pct": 100 * statistics.fmean(s.objective.rooms_closer > 0 for s in group if s.objective),
+             "reached_pct": 100 * statistics.fmean(s.objective.reached for s in group if s.objective),
+             "combined": _mean([s.combined for s in group]), "pct_rank": _mean([s.percentile for s in group])}
+            for name, group in groups.items()]
 
 
 def top_table(segments: list[Segment], top: int, with_run: bool) -> list[Row]:
@@ -284,6 +308,9 @@ def tables(segments: list[Segment], milestone_names: list[str], reward_model: li
            top: int, with_run: bool, judged_starts: list[Row] | None = None) -> dict[str, list[Row]]:
     by_title = {"judge vs milestones": milestone_table(segments, milestone_names), "reward model": reward_model,
                 "shaping scale": shaping, "top segments": top_table(segments, top, with_run)}
+    objectives = objective_table(segments)
+    if objectives:
+        by_title["walkthrough objectives"] = objectives
     if judged_starts:
         by_title["judged starts"] = judged_starts
     return by_title

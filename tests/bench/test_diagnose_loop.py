@@ -19,9 +19,10 @@ from zelda_rlaif.storage import ObjectStore, keys
 from zelda_rlaif.up.run_dir import open_run, run_id_of
 
 STEPS = 20
-NOTHING: dict[str, Any] = {"treasure_flags": 0}
-KEY: dict[str, Any] = {"treasure_flags": 0x01}
-KEY_AND_SWORD: dict[str, Any] = {"treasure_flags": 0x03}
+# Where the test world has them: the start room, the key's room and the sword's.
+NOTHING: dict[str, Any] = {"treasure_flags": 0, "group": 0, "room": 0x11}
+KEY: dict[str, Any] = {"treasure_flags": 0x01, "group": 0, "room": 0x01}
+KEY_AND_SWORD: dict[str, Any] = {"treasure_flags": 0x03, "group": 0, "room": 0x03}
 OLD_MAN_TALKING: dict[str, Any] = {"treasure_flags": 0, "group": 1, "room": 0, "text_active": True}
 
 
@@ -96,6 +97,11 @@ def test_milestone_segments_are_set_against_the_rest_of_their_epoch(tmp_path: Pa
     # No reward model was stored: its table says so rather than inventing figures.
     assert [(row["accepted"], row["n_next"]) for row in tables["reward model"]] == [(None, 0), (None, 0)]
     assert "-- judge vs milestones" in capsys.readouterr().out
+    # The walkthrough's next objective at each segment's first step: the key for the five that began without it
+    # (two took it), the gate for the one that began with it.
+    objectives = {row["objective"]: row for row in tables["walkthrough objectives"]}
+    assert (objectives["take_key"]["segments"], objectives["take_key"]["reached_pct"]) == (6, pytest.approx(100 / 3))
+    assert (objectives["open_gate"]["segments"], objectives["open_gate"]["reached_pct"]) == (1, 0.0)
     assert "judged starts" not in tables  # no segment stored an end state
 
 

@@ -210,12 +210,14 @@ def summarize(records: Sequence[StepRecord], milestones: Sequence[Milestone] = (
         enemies_max=enemies_max,
         actions=dict(Counter(r.action_name for r in records)),
         milestones_reached=reached,
-        objective=_objective_progress(walkthrough, milestones, first, last, reached),
+        objective=objective_progress(walkthrough, milestones, first, last, reached),
     )
 
 
-def _objective_progress(walkthrough: Walkthrough | None, milestones: Sequence[Milestone], first: GameState,
-                        last: GameState, reached: Sequence[str]) -> ObjectiveProgress | None:
+def objective_progress(walkthrough: Walkthrough | None, milestones: Sequence[Milestone], first: GameState,
+                       last: GameState, reached: Sequence[str]) -> ObjectiveProgress | None:
+    """The walkthrough's next objective at ``first`` and how far a segment from ``first`` to ``last`` got towards it
+    (``reached``: the milestones the segment reached); None without a walkthrough or a way there."""
     if walkthrough is None:
         return None
     first_state, last_state = first.model_dump(), last.model_dump()
