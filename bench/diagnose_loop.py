@@ -255,14 +255,14 @@ def milestone_table(segments: list[Segment], milestone_names: list[str]) -> list
 def objective_table(segments: list[Segment]) -> list[Row]:
     """Per walkthrough objective (in the order first met), how the segments that began with it as the next one
     fared and how the judges ranked them."""
-    groups: dict[str, list[Segment]] = {}
+    groups: dict[str, list[tuple[Segment, ObjectiveProgress]]] = {}
     for s in segments:
         if s.objective is not None:
-            groups.setdefault(s.objective.milestone, []).append(s)
+            groups.setdefault(s.objective.milestone, []).append((s, s.objective))
     return [{"objective": name, "segments": len(group),
-             "closer_pct": 100 * statistics.fmean(s.objective.rooms_closer > 0 for s in group if s.objective),
-             "reached_pct": 100 * statistics.fmean(s.objective.reached for s in group if s.objective),
-             "combined": _mean([s.combined for s in group]), "pct_rank": _mean([s.percentile for s in group])}
+             "closer_pct": 100 * statistics.fmean(o.rooms_closer > 0 for _, o in group),
+             "reached_pct": 100 * statistics.fmean(o.reached for _, o in group),
+             "combined": _mean([s.combined for s, _ in group]), "pct_rank": _mean([s.percentile for s, _ in group])}
             for name, group in groups.items()]
 
 

@@ -62,7 +62,7 @@ def test_distances_follow_the_doorways_of_the_map() -> None:
 
 
 def test_a_walkthrough_must_name_the_profile_milestones() -> None:
-    stray = Walkthrough(objectives=(Objective("find_the_moon", 0, 0),), passages=())
+    stray = Walkthrough(objectives=(Objective("find_the_moon", 0, 0),), passages=(), room_px=(160, 128))
     with pytest.raises(ValueError, match="find_the_moon"):
         GameProfile(name="x", rom=PROFILE.rom, ram=PROFILE.ram, geometry=PROFILE.geometry,
                     milestones=PROFILE.milestones, walkthrough=stray)

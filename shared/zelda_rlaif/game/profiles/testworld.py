@@ -26,6 +26,8 @@ def _overworld_passages() -> list[tuple[tuple[int, int], tuple[int, int]]]:
     return [*vertical, *horizontal, ((0, 0x12), (0, 0x13))]
 
 
+GEOMETRY = WorldGeometry(groups=2, grid_width={0: 16, 1: 16}, grid_height={0: 4, 1: 1}, total_rooms=18)
+
 # The way through the quest (the ROM's README): key, gate, sword, then the stairs down to the switch and the
 # treasure room. The old man is left out: talking to him leaves nothing in RAM once his text box closes.
 TESTWORLD_WALKTHROUGH = Walkthrough(
@@ -40,6 +42,7 @@ TESTWORLD_WALKTHROUGH = Walkthrough(
               ((0, 0x10), (1, 0)),  # the house door
               ((0, 0x20), (1, 1)),  # the stairs down to the puzzle room
               ((1, 1), (1, 2))),  # the bars the switch opens
+    room_px=(GEOMETRY.room_width_px, GEOMETRY.room_height_px),
 )
 
 TESTWORLD = GameProfile(
@@ -66,7 +69,7 @@ TESTWORLD = GameProfile(
         "door_flags": RamField(0xC012, doc="bit0 locked door unlocked"),
         "treasure_flags": RamField(0xC013, doc="bit0 key obtained, bit1 sword obtained"),
     },
-    geometry=WorldGeometry(groups=2, grid_width={0: 16, 1: 16}, grid_height={0: 4, 1: 1}, total_rooms=18),
+    geometry=GEOMETRY,
     enemy_slots=(EnemySlot(active=0xC020, x=0xC021, y=0xC022), EnemySlot(active=0xC024, x=0xC025, y=0xC026)),
     room_flags={0: 0xC040, 1: 0xC080},
     max_health_limit=40,

@@ -40,8 +40,7 @@ class Walkthrough:
     # (a text box that closed) are left out: the next objective must be readable from one state.
     objectives: tuple[Objective, ...]
     passages: tuple[tuple[Location, Location], ...]  # doorways, stairs and gates, usable both ways
-    room_width_px: int = 160
-    room_height_px: int = 128
+    room_px: tuple[int, int]  # a room's width and height (the profile's WorldGeometry)
 
     @cached_property
     def _hops(self) -> dict[Location, dict[Location, int]]:
@@ -84,4 +83,4 @@ class Walkthrough:
         if objective.spot is None:
             return 0.0
         dx, dy = abs(int(state["x"]) - objective.spot[0]), abs(int(state["y"]) - objective.spot[1])
-        return min(1.0, (dx + dy) / (self.room_width_px + self.room_height_px))
+        return min(1.0, (dx + dy) / sum(self.room_px))
