@@ -61,6 +61,30 @@ def test_distances_follow_the_doorways_of_the_map() -> None:
     assert WALKTHROUGH.distance(state(group=3, room=0), key) is None
 
 
+def test_the_stage_only_grows_along_the_walkthrough() -> None:
+    def stage(**changes: int) -> float:
+        value = WALKTHROUGH.stage(state(**changes), REACHED)
+        assert value is not None
+        return value
+
+    way = [
+        stage(),  # the start room, one room below the key's
+        stage(room=0x01, x=72, y=120),  # in the key's room
+        stage(room=0x01, x=72, y=56),  # on the key's spot
+        stage(room=0x01, x=72, y=56, treasure_flags=1),  # key taken
+        stage(room=0x11, treasure_flags=1),
+        stage(room=0x12, treasure_flags=1),  # the gate's room
+        stage(room=0x12, treasure_flags=1, door_flags=1),  # gate open
+        stage(room=0x13, treasure_flags=1, door_flags=1),
+    ]
+    assert way == sorted(way) and len(set(way)) == len(way)
+    assert 0.0 < way[0] < 0.2 < way[3] < 0.4 < way[6] < 0.6
+    assert stage(group=1, room=2, treasure_flags=3, door_flags=1, puzzle_flags=1) == 1.0
+    # A milestone out of order (the switch before the key) counts for nothing until the ones before it are done.
+    assert stage(puzzle_flags=1) == stage()
+    assert WALKTHROUGH.stage(state(group=3, room=0), REACHED) is None
+
+
 def test_a_walkthrough_must_name_the_profile_milestones() -> None:
     stray = Walkthrough(objectives=(Objective("find_the_moon", 0, 0),), passages=(), room_px=(160, 128))
     with pytest.raises(ValueError, match="find_the_moon"):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 
 import pytest
 
@@ -13,7 +14,7 @@ from zelda_judge.kinds import KINDS
 from zelda_judge.prompts import IMAGE_TOKENS, PromptTooLarge, build_prompt, estimate_tokens
 from zelda_judge.segment_io import Segment, select_key_frames
 from zelda_judge.settings import MIN_TOKEN_BUDGET
-from zelda_judge.summary import summarize
+from zelda_judge.summary import SegmentSummary, summarize
 from zelda_rlaif.events import JudgeKind, SegmentExported
 from zelda_rlaif.game.profiles import get_profile
 
@@ -137,7 +138,7 @@ def test_quest_milestones_reached_in_the_segment_count_as_progress() -> None:
 
 
 def test_walking_towards_the_next_objective_counts_as_progress() -> None:
-    """rules-v3: with the key taken, a segment that ends in the gate's room ($12) scores more progress than one
+    """With the key taken, a segment that ends in the gate's room ($12) scores more progress than one
     that walks the same distance the other way ($10), and an LLM judge is told the objective too."""
     profile = get_profile("testworld")
     explored = build_steps(steps=90, scenario="explore", seed=2)
@@ -160,3 +161,33 @@ def test_walking_towards_the_next_objective_counts_as_progress() -> None:
     assert summarize(walk(0x12), profile.milestones).objective is None
     prompt = build_prompt(JudgeKind.STATE, manifest_for(90), towards, token_budget=3000)
     assert "Next quest objective at the first step (walkthrough): open_gate in room 0:12" in str(prompt)
+
+
+def test_progress_is_where_the_segment_stands_on_the_walkthrough() -> None:
+    """rules-v4: a segment that walks on with the key scores above the one that took it, which scores above one
+    that has not reached the key room yet: a potential fitted to these scores rises along the walkthrough and has
+    no peak at the key. A milestone taken out of the walkthrough's order (the switch before the key) counts for
+    nothing."""
+    profile = get_profile("testworld")
+    explored = build_steps(steps=90, scenario="explore", seed=2)
+
+    def segment(room_of: Callable[[int], int], keys_from: int | None, **held: int) -> SegmentSummary:
+        records = [r.model_copy(update={"state": r.state.model_copy(update={
+            "group": 0, "room": room_of(i), "x": 72, "y": 56, "door_flags": 0, "puzzle_flags": 0,
+            "keys": int(keys_from is not None and i >= keys_from),
+            "treasure_flags": int(keys_from is not None and i >= keys_from), **held})})
+            for i, r in enumerate(explored)]
+        return summarize(records, profile.milestones, profile.walkthrough)
+
+    before = segment(lambda i: 0x11, None)
+    takes_key = segment(lambda i: 0x11 if i < 45 else 0x01, 60)
+    walks_on = segment(lambda i: 0x01 if i < 45 else 0x11, 0)
+    switch_first = segment(lambda i: 0x11, None, puzzle_flags=1)
+    progress = {name: KINDS[JudgeKind.STATE].rules(s).scores["progress"]
+                for name, s in {"before": before, "takes_key": takes_key, "walks_on": walks_on,
+                                "switch_first": switch_first}.items()}
+    assert progress["before"] < progress["takes_key"] < progress["walks_on"]
+    assert progress["switch_first"] == progress["before"]
+    assert before.quest_stage is not None and 0.0 < before.quest_stage < 0.2
+    prompt = build_prompt(JudgeKind.STATE, manifest_for(90), walks_on, token_budget=3000)
+    assert "Quest stage (walkthrough objectives done in order" in str(prompt)

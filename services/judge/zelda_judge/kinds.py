@@ -3,7 +3,7 @@
 Every member of ``zelda_rlaif.events.JudgeKind`` has exactly one entry in ``KINDS``: the dimensions it scores
 (each a score in [0, 1], higher is better), the description of each that the LLM is given, each dimension's
 default weight in the combined score, whether the kind sees frames, what its prompt adds to the facts every
-kind gets, and its ``rules-v3`` scorer. The vote schemas, the rules backend, the rubric weights (and their
+kind gets, and its ``rules-v4`` scorer. The vote schemas, the rules backend, the rubric weights (and their
 ``ZELDA_JUDGE_RUBRIC__<DIMENSION>`` variables), the ``--kind`` choices and the ledger's "every kind has judged
 the segment" all follow from this table or from ``JudgeKind``.
 
@@ -53,9 +53,10 @@ class KindSpec:
 KINDS: dict[JudgeKind, KindSpec] = {
     JudgeKind.STATE: KindSpec(
         dimensions=(
-            Dimension("progress", "did the game move forward: quest milestones reached or, short of that, the "
-                      "player ending closer to the next quest objective; new rooms reached, rupees, keys, items or "
-                      "essences gained, no deaths", 0.4),
+            Dimension("progress", "how far along the quest the player stands during the segment: the quest "
+                      "objectives done in the walkthrough's order and how close the player is to the next one (the "
+                      "quest stage); without a walkthrough, new rooms, rupees, keys, items or essences gained; no "
+                      "deaths", 0.4),
             Dimension("dialog", "did the player read text boxes, talk to characters or signs (1 = meaningful "
                       "dialog engagement)", 0.2),
             Dimension("efficiency", "were steps used well: moving with purpose, not stuck against walls, no menu "

@@ -88,13 +88,18 @@ def _state_facts(manifest: SegmentExported, s: SegmentSummary, limit: int) -> li
 
 
 def _objective_facts(s: SegmentSummary) -> list[str]:
-    """The walkthrough's next objective, for games that have one: where to go, which a state log does not say."""
+    """Where the segment stands on the walkthrough and its next objective, for games that have one: how far along
+    the quest the player is and where to go, which a state log does not say."""
+    facts = []
+    if s.quest_stage is not None:
+        facts.append(f"Quest stage (walkthrough objectives done in order plus closeness to the next, 0-1, mean "
+                     f"over the segment's states): {s.quest_stage:.3f}.")
     o = s.objective
-    if o is None:
-        return []
-    return [f"Next quest objective at the first step (walkthrough): {o.milestone} in room {o.location}; "
-            f"{o.distance_first:g} rooms away at the first step, {o.distance_last:g} at the last; "
-            f"reached in this segment: {'yes' if o.reached else 'no'}."]
+    if o is not None:
+        facts.append(f"Next quest objective at the first step (walkthrough): {o.milestone} in room {o.location}; "
+                     f"{o.distance_first:g} rooms away at the first step, {o.distance_last:g} at the last; "
+                     f"reached in this segment: {'yes' if o.reached else 'no'}.")
+    return facts
 
 
 def _user_text(kind: JudgeKind, manifest: SegmentExported, s: SegmentSummary, limit: int,

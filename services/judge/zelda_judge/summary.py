@@ -110,6 +110,9 @@ class SegmentSummary:
     milestones_reached: tuple[str, ...] = ()
     # Only for games with a walkthrough, and only while the walkthrough leads somewhere from the first room.
     objective: ObjectiveProgress | None = None
+    # The mean over the segment's states of how far along the walkthrough each stands (Walkthrough.stage, 0-1);
+    # only for games with a walkthrough.
+    quest_stage: float | None = None
 
     @property
     def new_rooms(self) -> int:
@@ -211,7 +214,26 @@ def summarize(records: Sequence[StepRecord], milestones: Sequence[Milestone] = (
         actions=dict(Counter(r.action_name for r in records)),
         milestones_reached=reached,
         objective=objective_progress(walkthrough, milestones, first, last, reached),
+        quest_stage=quest_stage(walkthrough, milestones, records),
     )
+
+
+def quest_stage(walkthrough: Walkthrough | None, milestones: Sequence[Milestone],
+                records: Sequence[StepRecord]) -> float | None:
+    """The mean of ``walkthrough.stage`` over the states of ``records`` that have one; None without a
+    walkthrough, or when no state has a way to its next objective."""
+    if walkthrough is None:
+        return None
+    tests = {m.name: m.reached for m in milestones}
+    stages = []
+    for record in records:
+        try:
+            stage = walkthrough.stage(record.state.model_dump(), tests)
+        except KeyError:  # a milestone that reads a RAM field the state log leaves out
+            return None
+        if stage is not None:
+            stages.append(stage)
+    return round(sum(stages) / len(stages), 4) if stages else None
 
 
 def objective_progress(walkthrough: Walkthrough | None, milestones: Sequence[Milestone], first: GameState,

@@ -8,6 +8,10 @@ where the exit is. It is plain data beside the profile, like the milestones, and
 Distances are counted in rooms: the doorways to cross from the player's room to the objective's (breadth-first
 over ``passages``, locked ones included: a walkthrough names the way, not whether it is open yet), and, once in
 the objective's room, the fraction of the room still between the player and the objective's spot.
+
+A state's ``stage`` is how far along the walkthrough it stands, from 0 (no objective done, as far from the first
+as the map allows) to 1 (every objective done): the objectives done in order, plus how close the player is to
+the next. It only grows along the walkthrough's way, so it can serve as a potential for shaping.
 """
 
 from __future__ import annotations
@@ -70,6 +74,26 @@ class Walkthrough:
             if not reached[objective.milestone](state):
                 return objective
         return None
+
+    @cached_property
+    def _span(self) -> float:
+        """One more than the most rooms between any room and any objective: ``distance`` stays below it."""
+        return 1.0 + max((max(hops.values()) for hops in self._hops.values()), default=0)
+
+    def stage(self, state: Mapping[str, int],
+              reached: Mapping[str, Callable[[Mapping[str, int]], bool]]) -> float | None:
+        """How far along the walkthrough ``state`` stands, in [0, 1]: (objectives done before the next one +
+        closeness to it) / objectives, with closeness 1 - distance / span. A milestone held out of the
+        walkthrough's order counts for nothing until the ones before it are done. None when no passage leads
+        from the player's room to the next objective."""
+        objective = self.next_objective(state, reached)
+        if objective is None:
+            return 1.0
+        distance = self.distance(state, objective)
+        if distance is None:
+            return None
+        done = self.objectives.index(objective)
+        return (done + 1.0 - distance / self._span) / len(self.objectives)
 
     def distance(self, state: Mapping[str, int], objective: Objective) -> float | None:
         """Rooms between the player and the objective: doorways to cross, plus the share of the objective's room
