@@ -28,7 +28,8 @@ trainer kept apart by its *training* episodes (milestone score, then env return)
 the eval episodes. Prints per arm each test-world milestone's fraction of eval episodes, rooms,
 env return and episode length as mean and min-max over the training seeds, plus wall time (training and
 evaluation, summed over seeds), then per seed the checkpoint's epoch and what it reached; writes ``results.json``
-and ``results.md`` into ``--out``.
+and ``results.md`` into ``--out``. On a machine with more cores, seeds can run side by side, one process each
+(``--seeds N --out DIR_N``), and ``bench/merge_results.py DIR_*/results.json --out DIR`` joins their tables.
 
 Learning curves: after each training run the bench reads its per-epoch ``EpochReport``s (``learning_curves.py``),
 keeps them in ``results.json`` (per arm and seed: env steps -> each milestone's fraction of that epoch's *training*

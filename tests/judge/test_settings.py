@@ -28,8 +28,8 @@ def test_defaults_are_the_rules_backend_with_three_votes(monkeypatch: pytest.Mon
     settings = load_settings(JudgeSettings)
     assert settings.judge_kind is JudgeKind.PUZZLE and settings.backend == "rules" and settings.votes == 3
     assert settings.model_label() == RULES_MODEL and settings.llm_api_key is None
-    assert settings.rubric.as_dict() == {"progress": 0.4, "dialog": 0.2, "puzzle": 0.2, "novelty": 0.1,
-                                         "efficiency": 0.1}
+    assert settings.rubric.as_dict() == {"progress": 1.0, "dialog": 0.01, "puzzle": 0.01, "novelty": 0.01,
+                                         "efficiency": 0.01}
     assert settings.consumer(judge_consumer(JudgeKind.PUZZLE)) == judge_consumer(JudgeKind.PUZZLE)
 
 
@@ -124,7 +124,7 @@ def test_rubric_and_consumer_tuning_from_the_environment(monkeypatch: pytest.Mon
     monkeypatch.setenv("ZELDA_JUDGE_REDELIVERY_BACKOFF_S", "0.5, 2")
     settings = load_settings(JudgeSettings, kind="state")
     weights = settings.rubric.as_dict()
-    assert weights["progress"] == 0.5 and weights["novelty"] == 0 and weights["dialog"] == 0.2
+    assert weights["progress"] == 0.5 and weights["novelty"] == 0 and weights["dialog"] == 0.01
     spec = settings.consumer(judge_consumer(JudgeKind.STATE))
     assert spec.durable == "judge-state" and spec.ack_wait == timedelta(seconds=2.5)
     assert spec.backoff == (timedelta(seconds=0.5), timedelta(seconds=2))

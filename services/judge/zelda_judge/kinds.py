@@ -11,9 +11,13 @@ Adding a kind: a ``JudgeKind`` member, an entry here (with its focus in ``prompt
 ``rule_scores``), a ``judge-<kind>`` service in docker-compose.yml (plus its name in the local LLM's
 ``--served-model-name`` list) and an entry under ``judges.kinds`` in the Helm values.
 
-The combined score is the weighted mean ``sum(w_d * s_d) / sum(w_d)`` over all dimensions: with the default
-weights (which sum to 1) that is the plain weighted sum of the design; dividing by the sum keeps the result
-in [0, 1] when someone changes one weight (``zelda_judge.rubric``).
+The combined score is the weighted mean ``sum(w_d * s_d) / sum(w_d)`` over all dimensions, in [0, 1] whatever
+the weights (``zelda_judge.rubric``). By default progress carries it (1.0) and every other dimension only breaks
+ties (0.01 each). The combined score ranks the segments the reward model fits its potential to and the segments
+self-imitation copies, so it must follow the quest: with the design's weights (progress 0.4, dialog 0.2, puzzle
+0.2, novelty 0.1, efficiency 0.1) the best-ranked segments of a run were those that pressed the test world's switch
+out of the walkthrough's order or talked to the old man (puzzle and dialog at full marks), the potential pointed
+there, and three seeds of five committed to that side branch (docs/results.md, section 13).
 """
 
 from __future__ import annotations
@@ -56,11 +60,11 @@ KINDS: dict[JudgeKind, KindSpec] = {
             Dimension("progress", "how far along the quest the player stands during the segment: the quest "
                       "objectives done in the walkthrough's order and how close the player is to the next one (the "
                       "quest stage); without a walkthrough, new rooms, rupees, keys, items or essences gained; no "
-                      "deaths", 0.4),
+                      "deaths", 1.0),
             Dimension("dialog", "did the player read text boxes, talk to characters or signs (1 = meaningful "
-                      "dialog engagement)", 0.2),
+                      "dialog engagement)", 0.01),
             Dimension("efficiency", "were steps used well: moving with purpose, not stuck against walls, no menu "
-                      "surfing", 0.1),
+                      "surfing", 0.01),
         ),
         focus=prompt_focus.nothing_more,
         rules=rule_scores.state,
@@ -68,14 +72,14 @@ KINDS: dict[JudgeKind, KindSpec] = {
     JudgeKind.PUZZLE: KindSpec(
         dimensions=(
             Dimension("puzzle", "were puzzles or locked doors solved: switches, blocks, keys used, door/puzzle "
-                      "flags newly set", 0.2),
+                      "flags newly set", 0.01),
         ),
         focus=prompt_focus.flag_transitions,
         rules=rule_scores.puzzle,
     ),
     JudgeKind.VISION: KindSpec(
         dimensions=(
-            Dimension("novelty", "were new areas and views explored rather than the same rooms revisited", 0.1),
+            Dimension("novelty", "were new areas and views explored rather than the same rooms revisited", 0.01),
         ),
         focus=prompt_focus.attached_frames,
         rules=rule_scores.vision,

@@ -52,8 +52,10 @@ class RewardConfig(BaseModel):
         "suggestion (the original used +50, 2.5 new rooms per matching step)")
     # Intrinsic and learned
     rnd: float = Field(0.05, ge=0.0, description="scale of the normalised RND curiosity bonus; 0 turns RND off")
-    # 0.25, not 1.0: Phi is scaled to unit spread on the reward model's training states, and at 1.0 the shaping's
-    # per-step spread was 2.4-7.0 times the env reward's, so PPO's advantages were mostly shaping noise; at 0.25 it
-    # is 0.5-1.8 times, and the loop took the key more often and visited more rooms (docs/results.md, 3-6).
-    shaping: float = Field(0.25, ge=0.0, description="scale of F = gamma * Phi(s') - Phi(s) from the reward model")
+    # Phi is scaled to unit spread on the reward model's training states. With judges that scored what a segment
+    # gained (rules-v1), 1.0 made the shaping's per-step spread 2.4-7.0 times the env reward's and PPO's advantages
+    # mostly noise, so 0.25 was kept (docs/results.md, 3-6). Judges that score where a segment stands on the
+    # walkthrough (rules-v4, progress-led rubric) give a potential that rises along the quest, and at 0.25 it was
+    # too weak to hold seeds on the walkthrough against the env reward's rooms; 1.0 did, 2.0 lost the key (13).
+    shaping: float = Field(1.0, ge=0.0, description="scale of F = gamma * Phi(s') - Phi(s) from the reward model")
     gamma: float = Field(0.99, gt=0.0, le=1.0, description="discount for shaping; must equal PPO's gamma")
