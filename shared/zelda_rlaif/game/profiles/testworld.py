@@ -15,7 +15,7 @@ from zelda_rlaif.game.profiles.base import (
     RomIdentity,
     WorldGeometry,
 )
-from zelda_rlaif.game.profiles.walkthrough import Objective, Walkthrough
+from zelda_rlaif.game.profiles.walkthrough import Exit, Objective, Walkthrough
 
 
 def _overworld_passages() -> list[tuple[tuple[int, int], tuple[int, int]]]:
@@ -24,6 +24,20 @@ def _overworld_passages() -> list[tuple[tuple[int, int], tuple[int, int]]]:
     vertical = [((0, row << 4 | col), (0, (row + 1) << 4 | col)) for col in range(4) for row in range(3)]
     horizontal = [((0, row << 4 | col), (0, row << 4 | (col + 1))) for row in range(4) for col in range(2)]
     return [*vertical, *horizontal, ((0, 0x12), (0, 0x13))]
+
+
+# Where the player (its sprite's top-left, playfield pixels) stands to leave a room by each edge's doorway: doorways
+# are the middle two cells of the top and bottom edges and rows 3-4 of the left and right ones (rom/src/world.c).
+_EDGE_DOORWAY = {(-1, 0): (72, 0), (1, 0): (72, 112), (0, -1): (0, 56), (0, 1): (144, 56)}
+
+
+def _overworld_exits() -> list[Exit]:
+    exits = []
+    for a, b in _overworld_passages():
+        (row_a, col_a), (row_b, col_b) = divmod(a[1], 16), divmod(b[1], 16)
+        exits.append(Exit(a, b, _EDGE_DOORWAY[(row_b - row_a, col_b - col_a)]))
+        exits.append(Exit(b, a, _EDGE_DOORWAY[(row_a - row_b, col_a - col_b)]))
+    return exits
 
 
 GEOMETRY = WorldGeometry(groups=2, grid_width={0: 16, 1: 16}, grid_height={0: 4, 1: 1}, total_rooms=18)
@@ -43,6 +57,13 @@ TESTWORLD_WALKTHROUGH = Walkthrough(
               ((0, 0x20), (1, 1)),  # the stairs down to the puzzle room
               ((1, 1), (1, 2))),  # the bars the switch opens
     room_px=(GEOMETRY.room_width_px, GEOMETRY.room_height_px),
+    exits=(*_overworld_exits(),
+           Exit((0, 0x10), (1, 0), (56, 64)),  # the house's door
+           Exit((1, 0), (0, 0x10), (72, 112)),
+           Exit((0, 0x20), (1, 1), (72, 48)),  # the stairs
+           Exit((1, 1), (0, 0x20), (72, 112)),
+           Exit((1, 1), (1, 2), (72, 0)),  # the bars
+           Exit((1, 2), (1, 1), (72, 112))),
 )
 
 TESTWORLD = GameProfile(

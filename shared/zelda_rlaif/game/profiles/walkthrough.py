@@ -6,8 +6,12 @@ that wandered (``zelda_judge.summary``), which is the difference between explori
 where the exit is. It is plain data beside the profile, like the milestones, and read only by the judges.
 
 Distances are counted in rooms: the doorways to cross from the player's room to the objective's (breadth-first
-over ``passages``, locked ones included: a walkthrough names the way, not whether it is open yet), and, once in
-the objective's room, the fraction of the room still between the player and the objective's spot.
+over ``passages``, locked ones included: a walkthrough names the way, not whether it is open yet), and the
+fraction of the room still to walk: to the objective's spot once in its room, else to the exit on the way (where
+``exits`` says where a passage is taken). Without that last part a state's distance would change only at
+doorways, and a potential built on it could not tell the player walking to the right door from one walking away
+from it: in the test world a seed whose first episodes never left the start room northwards never found the key
+one room away (docs/results.md, section 13).
 
 A state's ``stage`` is how far along the walkthrough it stands, from 0 (no objective done, as far from the first
 as the map allows) to 1 (every objective done): the objectives done in order, plus how close the player is to
@@ -39,20 +43,39 @@ class Objective:
 
 
 @dataclass(frozen=True)
+class Exit:
+    """Where in room ``here`` the player stands to take the passage to room ``there`` (playfield pixels)."""
+
+    here: Location
+    there: Location
+    spot: tuple[int, int]
+
+
+@dataclass(frozen=True)
 class Walkthrough:
     # In the order the walkthrough takes them; milestones that no state shows as done once the moment is past
     # (a text box that closed) are left out: the next objective must be readable from one state.
     objectives: tuple[Objective, ...]
     passages: tuple[tuple[Location, Location], ...]  # doorways, stairs and gates, usable both ways
     room_px: tuple[int, int]  # a room's width and height (the profile's WorldGeometry)
+    exits: tuple[Exit, ...] = ()  # where passages are taken; a passage without one counts as a whole room
 
     @cached_property
-    def _hops(self) -> dict[Location, dict[Location, int]]:
-        """Rooms to cross from every room to every objective's room (breadth-first from the objective)."""
+    def _exit_spots(self) -> dict[tuple[Location, Location], tuple[int, int]]:
+        return {(e.here, e.there): e.spot for e in self.exits}
+
+    @cached_property
+    def _neighbours(self) -> dict[Location, list[Location]]:
         graph: dict[Location, list[Location]] = {}
         for a, b in self.passages:
             graph.setdefault(a, []).append(b)
             graph.setdefault(b, []).append(a)
+        return graph
+
+    @cached_property
+    def _hops(self) -> dict[Location, dict[Location, int]]:
+        """Rooms to cross from every room to every objective's room (breadth-first from the objective)."""
+        graph = self._neighbours
         table: dict[Location, dict[Location, int]] = {}
         for objective in self.objectives:
             target = objective.location
@@ -77,8 +100,8 @@ class Walkthrough:
 
     @cached_property
     def _span(self) -> float:
-        """One more than the most rooms between any room and any objective: ``distance`` stays below it."""
-        return 1.0 + max((max(hops.values()) for hops in self._hops.values()), default=0)
+        """Two more than the most doorways between any room and any objective: ``distance`` stays below it."""
+        return 2.0 + max((max(hops.values()) for hops in self._hops.values()), default=0)
 
     def stage(self, state: Mapping[str, int],
               reached: Mapping[str, Callable[[Mapping[str, int]], bool]]) -> float | None:
@@ -96,15 +119,22 @@ class Walkthrough:
         return (done + 1.0 - distance / self._span) / len(self.objectives)
 
     def distance(self, state: Mapping[str, int], objective: Objective) -> float | None:
-        """Rooms between the player and the objective: doorways to cross, plus the share of the objective's room
-        still to walk once in it (0 on the spot). None when no passage leads there from the player's room."""
+        """Rooms between the player and the objective: the doorways to cross, plus the share of this room still
+        to walk, to the objective's spot in its room (0 on the spot) or to the nearest exit on a shortest way (a
+        whole room where no exit is known). It falls as the player walks the way, at doorways too. None when no
+        passage leads there."""
         here = (int(state["group"]), int(state["room"]))
-        hops = self._hops[objective.location].get(here)
+        hops_to = self._hops[objective.location]
+        hops = hops_to.get(here)
         if hops is None:
             return None
-        if hops > 0:
-            return float(hops)
-        if objective.spot is None:
-            return 0.0
-        dx, dy = abs(int(state["x"]) - objective.spot[0]), abs(int(state["y"]) - objective.spot[1])
+        if hops == 0:
+            return 0.0 if objective.spot is None else self._walk(state, objective.spot)
+        on_the_way = [self._walk(state, spot) for there in self._neighbours[here]
+                      if hops_to.get(there) == hops - 1 and (spot := self._exit_spots.get((here, there)))]
+        return hops + min(on_the_way, default=1.0)
+
+    def _walk(self, state: Mapping[str, int], spot: tuple[int, int]) -> float:
+        """The share of a room between the player and ``spot``, 0-1 (Manhattan, over the room's width + height)."""
+        dx, dy = abs(int(state["x"]) - spot[0]), abs(int(state["y"]) - spot[1])
         return min(1.0, (dx + dy) / sum(self.room_px))
