@@ -30,7 +30,10 @@ def test_retraining_on_a_scores_version_stores_a_model_whose_metadata_names_it(
         file_store: ObjectStore, run_id: str, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:
     write_live_epoch(file_store, run_id, 0, 30)
-    monkeypatch.setenv("ZELDA_JUDGE_RUBRIC__NOVELTY", "1")
+    monkeypatch.setenv("ZELDA_JUDGE_RUBRIC", '{"novelty": 1, "progress": 0, "dialog": 0, "efficiency": 0, "puzzle": 0}')
+    # 30 synthetic 40-step segments hold out 12 pairs: pairs a new room apart (novelty 0.2), not a few tiles apart.
+    monkeypatch.setenv("ZELDA_REWARD_MODEL_PREFERENCE_MARGIN", "0.1")
+    monkeypatch.setenv("ZELDA_REWARD_MODEL_TIE_BAND", "0.01")
     assert main(["judge", "--rejudge", run_id, "--epoch", "0", "--version", VERSION]) == 0
     capsys.readouterr()
 
@@ -42,7 +45,7 @@ def test_retraining_on_a_scores_version_stores_a_model_whose_metadata_names_it(
     assert metadata.scores_version == VERSION and metadata.trained_on_epochs == [0] and metadata.segments == 30
     rejudged = read_epoch_scores(file_store, run_id, 0, version=VERSION)
     assert rejudged is not None and metadata.pairs.total > 0
-    # Seeded training on fixed segments: the rubric that ranks by novelty still yields a model that passes.
+    # Seeded training on fixed segments: the rubric that ranks by novelty alone still yields a model that passes.
     assert metadata.accepted, metadata.reason
     Potential.from_bytes(file_store.get_bytes(keys.versioned_reward_model(run_id, 0, VERSION)))  # trainer's loader
     # Beside the live models, not among them: the trainer's search for the current model never sees it.

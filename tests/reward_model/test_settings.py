@@ -11,7 +11,7 @@ from zelda_rlaif.settings import load_settings
 
 def test_defaults_load_and_record_only_training_settings() -> None:
     record = load_settings(RewardModelSettings).training_record()
-    assert record["preference_margin"] == 0.02 and "nats" not in record and "store" not in record
+    assert record["preference_margin"] == 0.002 and "nats" not in record and "store" not in record
 
 
 def test_tie_band_must_be_below_the_margin(monkeypatch: pytest.MonkeyPatch) -> None:

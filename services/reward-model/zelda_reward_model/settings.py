@@ -12,13 +12,16 @@ class RewardModelSettings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="ZELDA_REWARD_MODEL_", extra="ignore")
 
     window_epochs: int = Field(2, ge=0, description="also train on the scores of this many earlier epochs")
-    # Early in training the judges' combined scores sit close together (random play: ~0.01-0.1), so the
-    # margin must be small enough to yield decisive pairs; 0.1 made every pair a tie in the first epochs.
+    # Early in training the judges' combined scores sit close together, so the margin must be small enough to
+    # yield decisive pairs: 0.1 made every pair a tie in the first epochs. With the progress-led rubric a room
+    # walked towards the next objective moves the score by ~0.02 and a stretch of a room's walk by a few
+    # thousandths, so 0.02 left the first epoch without a decisive held-out pair (no reward model) and dropped
+    # every in-room difference; 0.002 keeps them (docs/results.md, section 13).
     preference_margin: float = Field(
-        0.02, gt=0.0, le=1.0, description="combined scores differing by at least this much make a preference pair"
+        0.002, gt=0.0, le=1.0, description="combined scores differing by at least this much make a preference pair"
     )
     tie_band: float = Field(
-        0.005, ge=0.0, le=1.0, description="scores closer than this make a near-tie pair with soft label 0.5"
+        0.0005, ge=0.0, le=1.0, description="scores closer than this make a near-tie pair with soft label 0.5"
     )
     seed: int = Field(0, description="seed of the split, the pair sampling, the initial weights and the batches")
     batch_size: int = Field(1024, ge=1, description="preference pairs per gradient step")
