@@ -6,7 +6,7 @@ import pytest
 
 from zelda_rlaif.game.profiles import get_profile
 from zelda_rlaif.game.profiles.base import GameProfile
-from zelda_rlaif.game.profiles.walkthrough import Objective, Walkthrough
+from zelda_rlaif.game.profiles.walkthrough import Exit, Objective, Walkthrough
 
 PROFILE = get_profile("testworld")
 
@@ -98,3 +98,9 @@ def test_a_walkthrough_must_name_the_profile_milestones() -> None:
     with pytest.raises(ValueError, match="find_the_moon"):
         GameProfile(name="x", rom=PROFILE.rom, ram=PROFILE.ram, geometry=PROFILE.geometry,
                     milestones=PROFILE.milestones, walkthrough=stray)
+
+
+def test_an_exit_must_take_a_passage() -> None:
+    with pytest.raises(ValueError, match=r"exits name no passage: \(0, 0\) -> \(0, 3\)"):
+        Walkthrough(objectives=(), passages=(((0, 0), (0, 1)),), room_px=(160, 128),
+                    exits=(Exit((0, 1), (0, 0), (0, 56)), Exit((0, 0), (0, 3), (144, 56))))

@@ -10,8 +10,7 @@ over ``passages``, locked ones included: a walkthrough names the way, not whethe
 fraction of the room still to walk: to the objective's spot once in its room, else to the exit on the way (where
 ``exits`` says where a passage is taken). Without that last part a state's distance would change only at
 doorways, and a potential built on it could not tell the player walking to the right door from one walking away
-from it: in the test world a seed whose first episodes never left the start room northwards never found the key
-one room away (docs/results.md, section 13).
+from it.
 
 A state's ``stage`` is how far along the walkthrough it stands, from 0 (no objective done, as far from the first
 as the map allows) to 1 (every objective done): the objectives done in order, plus how close the player is to
@@ -59,6 +58,12 @@ class Walkthrough:
     passages: tuple[tuple[Location, Location], ...]  # doorways, stairs and gates, usable both ways
     room_px: tuple[int, int]  # a room's width and height (the profile's WorldGeometry)
     exits: tuple[Exit, ...] = ()  # where passages are taken; a passage without one counts as a whole room
+
+    def __post_init__(self) -> None:
+        linked = {*self.passages, *((b, a) for a, b in self.passages)}
+        stray = [f"{e.here} -> {e.there}" for e in self.exits if (e.here, e.there) not in linked]
+        if stray:
+            raise ValueError(f"walkthrough exits name no passage: {', '.join(stray)}; add the passage or drop the exit")
 
     @cached_property
     def _exit_spots(self) -> dict[tuple[Location, Location], tuple[int, int]]:
