@@ -26,6 +26,8 @@ def _overworld_passages() -> list[tuple[tuple[int, int], tuple[int, int]]]:
     return [*vertical, *horizontal, ((0, 0x12), (0, 0x13))]
 
 
+GEOMETRY = WorldGeometry(groups=2, grid_width={0: 16, 1: 16}, grid_height={0: 4, 1: 1}, total_rooms=18)
+
 # Where the player (its sprite's top-left, playfield pixels) stands to leave a room by each edge's doorway: doorways
 # are the middle two cells of the top and bottom edges and rows 3-4 of the left and right ones (rom/src/world.c).
 _EDGE_DOORWAY = {(-1, 0): (72, 0), (1, 0): (72, 112), (0, -1): (0, 56), (0, 1): (144, 56)}
@@ -34,13 +36,11 @@ _EDGE_DOORWAY = {(-1, 0): (72, 0), (1, 0): (72, 112), (0, -1): (0, 56), (0, 1): 
 def _overworld_exits() -> list[Exit]:
     exits = []
     for a, b in _overworld_passages():
-        (row_a, col_a), (row_b, col_b) = divmod(a[1], 16), divmod(b[1], 16)
+        (row_a, col_a), (row_b, col_b) = GEOMETRY.row_col(*a), GEOMETRY.row_col(*b)
         exits.append(Exit(a, b, _EDGE_DOORWAY[(row_b - row_a, col_b - col_a)]))
         exits.append(Exit(b, a, _EDGE_DOORWAY[(row_a - row_b, col_a - col_b)]))
     return exits
 
-
-GEOMETRY = WorldGeometry(groups=2, grid_width={0: 16, 1: 16}, grid_height={0: 4, 1: 1}, total_rooms=18)
 
 # The way through the quest (the ROM's README): key, gate, sword, then the stairs down to the switch and the
 # treasure room. The old man is left out: talking to him leaves nothing in RAM once his text box closes.
