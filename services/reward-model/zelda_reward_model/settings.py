@@ -23,6 +23,12 @@ class RewardModelSettings(BaseSettings):
     tie_band: float = Field(
         0.0005, ge=0.0, le=1.0, description="scores closer than this make a near-tie pair with soft label 0.5"
     )
+    # A model knows only the places its segments visited; elsewhere its Phi is a guess that can hold the agent
+    # back from every way its first policy did not take (docs/results.md, section 14).
+    unseen_place_quantile: float | None = Field(
+        None, ge=0.0, le=1.0, description="a state in a place no segment of the window visited gets this quantile "
+        "of Phi over the training states (optimism; zelda_rlaif.reward_model.places); unset: the network's Phi"
+    )
     seed: int = Field(0, description="seed of the split, the pair sampling, the initial weights and the batches")
     batch_size: int = Field(1024, ge=1, description="preference pairs per gradient step")
     passes: int = Field(5, ge=1, description="passes over the training pairs (at least)")

@@ -19,6 +19,7 @@ from zelda_reward_model.settings import RewardModelSettings
 from zelda_rlaif.events import RewardModelUpdated, ScoresReady
 from zelda_rlaif.reward_model.metadata import PairCounts, PassRecord, RewardModelMetadata
 from zelda_rlaif.reward_model.model_file import RewardModelFile
+from zelda_rlaif.reward_model.places import UnseenPlaces
 from zelda_rlaif.reward_model.potential import Potential
 from zelda_rlaif.reward_model.registry import latest_accepted_epoch, read_metadata
 from zelda_rlaif.storage import keys
@@ -88,6 +89,7 @@ def train_epoch(store: ObjectStore, settings: RewardModelSettings, run_id: str, 
              epoch, len(data), data.trained_on_epochs, len(data.skipped), len(split.train), len(split.validation))
 
     trained: TrainedModel | None = None
+    unseen: UnseenPlaces | None = None
     blob: bytes | None = None
     rewards: dict[str, float] = {}
     accuracy: float | None = None
@@ -110,6 +112,11 @@ def train_epoch(store: ObjectStore, settings: RewardModelSettings, run_id: str, 
                       f"{_kept_model(previous)}")
         else:
             model = RewardModelFile.from_net(trained.net, trained.normalization, run_id=run_id, epoch=epoch)
+            if settings.unseen_place_quantile is not None:
+                # Fitted on every state of the window, held-out ones too: the judges saw them all.
+                phi = Potential(model).phi_batch(data.observations)
+                unseen = UnseenPlaces.fit(data.observations, phi, settings.unseen_place_quantile)
+                model = model.with_unseen_places(unseen)
             blob = model.to_bytes()
             # Validation and the recorded predictions go through the trainer's own loader, from the saved
             # bytes, so they describe exactly the Phi the trainer will compute.
@@ -138,7 +145,7 @@ def train_epoch(store: ObjectStore, settings: RewardModelSettings, run_id: str, 
         trained_on_epochs=data.trained_on_epochs,
         reason=reason,
     )
-    metadata = _metadata(settings, update, data, split, trained, rewards, scores_version)
+    metadata = _metadata(settings, update, data, split, trained, unseen, rewards, scores_version)
     log.info("epoch %d: reward model %s (validation accuracy %s)", epoch,
              "accepted" if accepted else "rejected", "n/a" if accuracy is None else f"{accuracy:.3f}")
     return Outcome(metadata, blob if accepted else None)
@@ -150,6 +157,7 @@ def _metadata(
     data: ScoredSegments,
     split: PreferenceSplit,
     trained: TrainedModel | None,
+    unseen: UnseenPlaces | None,
     rewards: dict[str, float],
     scores_version: str | None,
 ) -> RewardModelMetadata:
@@ -180,6 +188,8 @@ def _metadata(
         validation_accuracy=update.validation_accuracy,
         normalization=None if trained is None else trained.normalization,
         segment_rewards=rewards,
+        seen_places=0 if unseen is None else len(unseen.seen),
+        unseen_place_phi=None if unseen is None else unseen.phi,
         training_seconds=0.0 if trained is None else trained.seconds,
         event=update,
     )

@@ -63,5 +63,7 @@ class RewardModelMetadata(BaseModel):
     segment_rewards: dict[str, float] = Field(
         default_factory=dict, description="segment id -> mean Phi of its states, computed by the shared Potential"
     )
+    seen_places: int = Field(0, ge=0, description="places of the window's states (0: no optimism for unseen ones)")
+    unseen_place_phi: float | None = Field(None, description="Phi of a state in any other place; None: no optimism")
     training_seconds: float = 0.0
     event: RewardModelUpdated

@@ -2,11 +2,14 @@
 
 A plain ``torch.save`` dictionary of tensors and numbers, loaded with ``weights_only=True`` so opening a
 model file can never run code. The last layer already includes the output centring/scaling
-(``RewardNet.fold_output_affine``); the output statistics are kept for the record only.
+(``RewardNet.fold_output_affine``); the output statistics are kept for the record only. A model trained with
+optimism for unseen places (``places.py``) also holds the seen places and their Phi; files without them (older
+ones too) shape with the network alone.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import io
 from dataclasses import dataclass
 from typing import Any
@@ -17,6 +20,7 @@ import torch
 from zelda_rlaif.errors import ZeldaRlaifError
 from zelda_rlaif.reward_model.network import RewardNet
 from zelda_rlaif.reward_model.normalization import Normalization
+from zelda_rlaif.reward_model.places import UnseenPlaces
 
 FORMAT = "zelda-rlaif-reward-model"
 FORMAT_VERSION = 1
@@ -33,6 +37,7 @@ class RewardModelFile:
     state_dict: dict[str, torch.Tensor]
     hidden_sizes: tuple[int, ...]
     normalization: Normalization
+    unseen_places: UnseenPlaces | None = None
 
     @classmethod
     def from_net(cls, net: RewardNet, normalization: Normalization, *, run_id: str, epoch: int) -> RewardModelFile:
@@ -40,6 +45,9 @@ class RewardModelFile:
             raise ValueError(f"network takes {net.observation_size} features, normalization has {normalization.size}")
         state = {k: v.detach().to("cpu", torch.float32).clone() for k, v in net.state_dict().items()}
         return cls(run_id, epoch, state, net.hidden_sizes, normalization)
+
+    def with_unseen_places(self, unseen_places: UnseenPlaces | None) -> RewardModelFile:
+        return dataclasses.replace(self, unseen_places=unseen_places)
 
     def build_net(self) -> RewardNet:
         net = RewardNet(self.normalization.size, self.hidden_sizes)
@@ -68,6 +76,9 @@ class RewardModelFile:
             "output_mean": self.normalization.output_mean,
             "output_std": self.normalization.output_std,
         }
+        if self.unseen_places is not None:
+            payload["seen_places"] = torch.from_numpy(self.unseen_places.seen.copy())
+            payload["unseen_place_phi"] = self.unseen_places.phi
         buffer = io.BytesIO()
         torch.save(payload, buffer)
         return buffer.getvalue()
@@ -102,6 +113,8 @@ class RewardModelFile:
                 state_dict=dict(payload["state_dict"]),
                 hidden_sizes=tuple(int(h) for h in payload["hidden_sizes"]),
                 normalization=normalization,
+                unseen_places=None if "seen_places" not in payload else UnseenPlaces(
+                    payload["seen_places"].numpy().astype(np.int64), float(payload["unseen_place_phi"])),
             )
             model.build_net()  # shapes must match the declared architecture
         except (KeyError, TypeError, ValueError, RuntimeError) as exc:

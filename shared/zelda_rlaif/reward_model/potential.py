@@ -17,10 +17,12 @@ import numpy.typing as npt
 
 from zelda_rlaif.reward_model.model_file import RewardModelFile
 from zelda_rlaif.reward_model.normalization import FloatArray, Normalization
+from zelda_rlaif.reward_model.places import UnseenPlaces, place_key
 
 
 class Potential:
-    """Phi(s) = r(normalize(s)), with r centred and scaled on the states the model was trained on."""
+    """Phi(s) = r(normalize(s)), with r centred and scaled on the states the model was trained on; where the
+    model holds unseen places (``places.py``), a state in none of them gets their Phi instead."""
 
     def __init__(self, model: RewardModelFile) -> None:
         self.run_id = model.run_id
@@ -32,6 +34,9 @@ class Potential:
         out_weight, out_bias = layers[-1]
         self._out_weight = np.ascontiguousarray(out_weight[0])
         self._out_bias = np.float32(out_bias[0])
+        self.unseen_places: UnseenPlaces | None = model.unseen_places
+        # A frozenset answers the per-step question in well under a microsecond; np.isin serves batches.
+        self._seen = frozenset(model.unseen_places.seen.tolist()) if model.unseen_places is not None else None
 
     @classmethod
     def from_bytes(cls, data: bytes, source: str = "reward model") -> Potential:
@@ -58,6 +63,9 @@ class Potential:
                 f"phi takes one observation of shape ({self.observation_size},), got {x.shape}; "
                 "use phi_batch for several"
             )
+        if self._seen is not None and self.unseen_places is not None \
+                and place_key(x) not in self._seen:
+            return self.unseen_places.phi
         return float(self._forward(self.normalization.apply(x)))
 
     def phi_batch(self, observations: npt.ArrayLike) -> FloatArray:
@@ -65,7 +73,10 @@ class Potential:
         x = np.asarray(observations, dtype=np.float32)
         if x.ndim != 2 or x.shape[1] != self.observation_size:
             raise ValueError(f"phi_batch takes observations of shape (n, {self.observation_size}), got {x.shape}")
-        return self._forward(self.normalization.apply(x))
+        values = self._forward(self.normalization.apply(x))
+        if self.unseen_places is not None:
+            values[self.unseen_places.unseen(x)] = self.unseen_places.phi
+        return values
 
     def mean_phi(self, observations: npt.ArrayLike) -> float:
         """A segment's reward R: the mean of Phi over its ``(n, 128)`` states (what the judges' scores rank)."""

@@ -1,0 +1,90 @@
+"""Optimism for places the judges have not seen: the potential of a state whose place no judged segment visited.
+
+A reward model fitted to judged segments can only rank the states the policy visited. Beyond them its output
+is an extrapolation, and a first policy that walked one way gets a potential that peaks at the edge of what it
+saw, so the shaping holds the agent back from every other way (docs/results.md, sections 13 and 14). Here a
+state whose *place* is in none of the window's segments gets a high quantile of Phi over the training states
+instead ("optimism in the face of uncertainty", as R-max does for unknown states): walking somewhere new pays,
+the judges score what the agent finds there, and the next model ranks it with the rest.
+
+A place is where the player stands at which stage of the quest, read from the observation (``observation.py``):
+map group, room row and column, a cell of a ``CELLS`` x ``CELLS`` grid over the room, and the progress flags
+(puzzle, door, treasure and essence bits, small keys, sword level). The same room with the key in hand is a
+new place, so the potential leads on from each milestone too.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+CELLS = 4  # per side of a room: a cell is about 2.5 x 2 tiles of a Game Boy screen
+
+_GROUPS = slice(6, 14)
+_ROOM_ROW, _ROOM_COLUMN = 14, 15
+_SMALL_KEYS, _SWORD = 19, 20
+_FLAG_BITS = slice(25, 57)  # puzzle, door, treasure and essence bits: 32 of them
+_FLAG_WEIGHTS = np.left_shift(np.int64(1), np.arange(32, dtype=np.int64))
+
+Int64Array = npt.NDArray[np.int64]
+
+
+def place_keys(observations: npt.ArrayLike) -> Int64Array:
+    """One int64 key per ``(n, 128)`` observation; equal keys mean the same place at the same quest stage."""
+    obs = np.asarray(observations, dtype=np.float32)
+    if obs.ndim != 2:
+        raise ValueError(f"place_keys takes (n, features) observations, got shape {obs.shape}")
+    group = np.argmax(obs[:, _GROUPS], axis=1).astype(np.int64)
+    row = np.clip(np.rint(obs[:, _ROOM_ROW] * 15), 0, 15).astype(np.int64)
+    column = np.clip(np.rint(obs[:, _ROOM_COLUMN] * 15), 0, 15).astype(np.int64)
+    cell_x = np.clip(np.floor(obs[:, 0] * CELLS), 0, CELLS - 1).astype(np.int64)
+    cell_y = np.clip(np.floor(obs[:, 1] * CELLS), 0, CELLS - 1).astype(np.int64)
+    keys = np.clip(np.rint(obs[:, _SMALL_KEYS] * 9), 0, 15).astype(np.int64)
+    sword = np.clip(np.rint(obs[:, _SWORD] * 4), 0, 7).astype(np.int64)
+    flags = (obs[:, _FLAG_BITS] > 0.5).astype(np.int64) @ _FLAG_WEIGHTS
+    # Bit layout, low to high: cell y, cell x (2 each), column, row (4 each), group (3), keys (4), sword (3),
+    # flags (32): 54 bits.
+    where = ((group * 16 + row) * 16 + column) * CELLS * CELLS + cell_x * CELLS + cell_y
+    return ((flags * 8 + sword) * 16 + keys) << 15 | where
+
+
+def place_key(observation: npt.NDArray[np.float32]) -> int:
+    """``place_keys`` of one ``(128,)`` observation, in plain Python: the env runners call it every step, where
+    numpy's per-call overhead on 1-row arrays would cost ten times as much."""
+    v = observation.tolist()
+    groups = v[_GROUPS]
+    group = groups.index(max(groups))
+    row = min(max(round(v[_ROOM_ROW] * 15), 0), 15)
+    column = min(max(round(v[_ROOM_COLUMN] * 15), 0), 15)
+    cell_x = min(max(math.floor(v[0] * CELLS), 0), CELLS - 1)
+    cell_y = min(max(math.floor(v[1] * CELLS), 0), CELLS - 1)
+    keys = min(max(round(v[_SMALL_KEYS] * 9), 0), 15)
+    sword = min(max(round(v[_SWORD] * 4), 0), 7)
+    flags = sum(1 << i for i, bit in enumerate(v[_FLAG_BITS]) if bit > 0.5)
+    where = ((group * 16 + row) * 16 + column) * CELLS * CELLS + cell_x * CELLS + cell_y
+    return ((flags * 8 + sword) * 16 + keys) << 15 | where
+
+
+@dataclass(frozen=True)
+class UnseenPlaces:
+    """The places of the states a model was trained on, and the Phi a state anywhere else gets."""
+
+    seen: Int64Array  # sorted, unique place keys
+    phi: float
+
+    @classmethod
+    def fit(cls, observations: npt.ArrayLike, phi: npt.ArrayLike, quantile: float) -> UnseenPlaces:
+        """The places of ``observations`` and the ``quantile`` of their ``phi`` (the model's output on them)."""
+        values = np.asarray(phi, dtype=np.float64)
+        if values.size == 0:
+            raise ValueError("need at least one state to fit the unseen-place potential")
+        if not 0.0 <= quantile <= 1.0:
+            raise ValueError(f"quantile must lie in [0, 1], got {quantile}")
+        return cls(np.unique(place_keys(observations)), float(np.quantile(values, quantile)))
+
+    def unseen(self, observations: npt.ArrayLike) -> npt.NDArray[np.bool_]:
+        """Which of ``(n, 128)`` observations stand in a place none of the training states did."""
+        return ~np.isin(place_keys(observations), self.seen, assume_unique=False)
