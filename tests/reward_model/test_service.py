@@ -107,7 +107,7 @@ async def test_model_and_event_out_and_the_trainer_loader_agrees_exactly(
 
     monkeypatch.setattr(update, "train_bradley_terry", counted_train)
 
-    settings = settings_for(nats_settings, s3_store_settings, window_epochs=1)
+    settings = settings_for(nats_settings, s3_store_settings, window_epochs=1, unseen_place_quantile=0.9)
     async with inbox(bus, REWARD_MODEL_UPDATED.subject, RewardModelUpdated, run_id) as updates, \
             running_service(bus, settings, run_id):
         await bus.publish(SCORES_READY, ready(run_id, 1))
@@ -144,6 +144,13 @@ async def test_model_and_event_out_and_the_trainer_loader_agrees_exactly(
         assert potential.mean_phi(states[segment_id]) == metadata.segment_rewards[segment_id]  # bit for bit
     one = states[ids[0]][0]
     assert potential.phi(one) == pytest.approx(float(potential.phi_batch(np.array([one]))[0]), abs=1e-6)
+
+    # Optimism: every state of the window is in a seen place; a room none of them entered gets the recorded Phi.
+    assert metadata.seen_places > 0 and metadata.unseen_place_phi is not None
+    assert potential.unseen_places is not None and len(potential.unseen_places.seen) == metadata.seen_places
+    elsewhere = np.array(one, dtype=np.float32)
+    elsewhere[6:14], elsewhere[7] = 0.0, 1.0  # map group 1: the test world's states are all in group 0
+    assert potential.phi(elsewhere) == metadata.unseen_place_phi
 
 
 async def test_too_low_accuracy_keeps_the_previous_model_and_says_so(

@@ -9,6 +9,7 @@ import torch
 from zelda_rlaif.reward_model.model_file import RewardModelFile, RewardModelFormatError
 from zelda_rlaif.reward_model.network import RewardNet
 from zelda_rlaif.reward_model.normalization import Normalization
+from zelda_rlaif.reward_model.places import CELLS, UnseenPlaces, place_key, place_keys
 from zelda_rlaif.reward_model.potential import Potential
 
 
@@ -110,3 +111,62 @@ def test_damaged_or_foreign_files_are_named() -> None:
     torch.save(payload, buffer)
     with pytest.raises(RewardModelFormatError, match="format version 99"):
         RewardModelFile.from_bytes(buffer.getvalue())
+
+
+def observations_at(rng: np.random.Generator, n: int) -> np.ndarray:
+    """Observations whose place features take the values the game writes, cell borders and room edges too."""
+    obs = rng.random((n, 128)).astype(np.float32)
+    obs[:, 0:2] = rng.choice([0.0, 0.2499, 0.25, 0.5, 0.75, 0.999, 1.0], size=(n, 2))
+    obs[:, 6:14] = 0.0
+    obs[np.arange(n), 6 + rng.integers(0, 8, n)] = 1.0
+    obs[:, 14:16] = rng.integers(0, 16, (n, 2)) / 15
+    obs[:, 19] = rng.integers(0, 10, n) / 9
+    obs[:, 20] = rng.integers(0, 5, n) / 4
+    obs[:, 25:57] = rng.integers(0, 2, (n, 32))
+    return obs
+
+
+def test_place_keys_tell_places_and_quest_stages_apart() -> None:
+    obs = observations_at(np.random.default_rng(1), 2000)
+    keys = place_keys(obs)
+    # The per-step path agrees with the batch path on every observation.
+    assert [place_key(o) for o in obs] == keys.tolist()
+    base = obs[0].copy()
+    base[0:2] = 0.1, 0.1
+    moved = [base.copy() for _ in range(6)]
+    moved[0][0] = 0.1 + 1.0 / CELLS  # the next cell to the right
+    moved[1][14] = (round(base[14] * 15) + 1) % 16 / 15  # another room row
+    moved[2][19] = (round(base[19] * 9) + 1) % 10 / 9  # one small key more or less
+    moved[3][25 + 20] = 1.0 - base[25 + 20]  # a treasure bit
+    moved[4][20] = (round(base[20] * 4) + 1) % 5 / 4  # the sword
+    moved[5][6:14], moved[5][6 + (int(np.argmax(base[6:14])) + 1) % 8] = 0.0, 1.0  # another map group
+    assert len({place_key(base), *(place_key(m) for m in moved)}) == 7
+    same = base.copy()
+    same[0:2] = 0.2, 0.2  # the same cell
+    same[100] = -0.7  # a feature that is not part of a place (an enemy's position)
+    assert place_key(same) == place_key(base)
+
+
+def test_unseen_places_get_their_phi_in_the_file_and_in_potential() -> None:
+    net, norm, _ = random_model()
+    rng = np.random.default_rng(2)
+    visited, elsewhere = observations_at(rng, 300), observations_at(rng, 300)
+    elsewhere[:, 15] = 1.0  # room column 15: not a column of the visited states below
+    visited[:, 15] = rng.integers(0, 15, 300) / 15
+    plain = RewardModelFile.from_net(net, norm, run_id="run", epoch=3)
+    phi = Potential(plain).phi_batch(visited)
+    unseen = UnseenPlaces.fit(visited, phi, quantile=0.9)
+    assert unseen.phi == pytest.approx(float(np.quantile(phi.astype(np.float64), 0.9)))
+    assert np.array_equal(unseen.seen, np.unique(place_keys(visited)))
+
+    loaded = RewardModelFile.from_bytes(plain.with_unseen_places(unseen).to_bytes())
+    assert loaded.unseen_places is not None and np.array_equal(loaded.unseen_places.seen, unseen.seen)
+    assert RewardModelFile.from_bytes(plain.to_bytes()).unseen_places is None  # a file without places: as before
+    optimistic = Potential(loaded)
+    np.testing.assert_array_equal(optimistic.phi_batch(visited), phi)  # seen places: the network's Phi
+    assert not unseen.unseen(visited).any() and unseen.unseen(elsewhere).all()
+    assert np.all(optimistic.phi_batch(elsewhere) == np.float32(unseen.phi))
+    assert [optimistic.phi(s) for s in elsewhere[:5]] == [unseen.phi] * 5
+    assert optimistic.phi(visited[0]) == pytest.approx(float(phi[0]), abs=1e-6)
+    with pytest.raises(ValueError, match=r"quantile must lie in \[0, 1\]"):
+        UnseenPlaces.fit(visited, phi, quantile=1.5)

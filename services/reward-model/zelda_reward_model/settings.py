@@ -75,5 +75,5 @@ class RewardModelSettings(BaseSettings):
         return self
 
     def training_record(self) -> dict[str, float | int | str]:
-        """The settings that determine a model, for its metadata."""
-        return self.model_dump(exclude={"nats", "store", "log", "load_workers"})
+        """The settings that determine a model, for its metadata (an unset optional one is left out)."""
+        return self.model_dump(exclude={"nats", "store", "log", "load_workers"}, exclude_none=True)

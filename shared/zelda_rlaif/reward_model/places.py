@@ -54,7 +54,7 @@ def place_keys(observations: npt.ArrayLike) -> Int64Array:
 def place_key(observation: npt.NDArray[np.float32]) -> int:
     """``place_keys`` of one ``(128,)`` observation, in plain Python: the env runners call it every step, where
     numpy's per-call overhead on 1-row arrays would cost ten times as much."""
-    v = observation.tolist()
+    v = observation[:_FLAG_BITS.stop].tolist()  # the place's features all lie before the flags' end
     groups = v[_GROUPS]
     group = groups.index(max(groups))
     row = min(max(round(v[_ROOM_ROW] * 15), 0), 15)

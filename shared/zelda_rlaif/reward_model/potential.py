@@ -36,7 +36,9 @@ class Potential:
         self._out_bias = np.float32(out_bias[0])
         self.unseen_places: UnseenPlaces | None = model.unseen_places
         # A frozenset answers the per-step question in well under a microsecond; np.isin serves batches.
-        self._seen = frozenset(model.unseen_places.seen.tolist()) if model.unseen_places is not None else None
+        self._seen: frozenset[int] = frozenset()
+        if model.unseen_places is not None:
+            self._seen = frozenset(model.unseen_places.seen.tolist())
 
     @classmethod
     def from_bytes(cls, data: bytes, source: str = "reward model") -> Potential:
@@ -63,8 +65,7 @@ class Potential:
                 f"phi takes one observation of shape ({self.observation_size},), got {x.shape}; "
                 "use phi_batch for several"
             )
-        if self._seen is not None and self.unseen_places is not None \
-                and place_key(x) not in self._seen:
+        if self.unseen_places is not None and place_key(x) not in self._seen:
             return self.unseen_places.phi
         return float(self._forward(self.normalization.apply(x)))
 
