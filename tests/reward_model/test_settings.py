@@ -20,7 +20,15 @@ def test_tie_band_must_be_below_the_margin(monkeypatch: pytest.MonkeyPatch) -> N
         load_settings(RewardModelSettings)
 
 
-@pytest.mark.parametrize(("name", "value"), [("DEVICE", "tpu"), ("VALIDATION_FRACTION", "1.5"), ("PASSES", "0")])
+def test_optimism_for_unseen_places_is_on_by_default_and_null_turns_it_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert load_settings(RewardModelSettings).training_record()["unseen_place_quantile"] == 0.99
+    monkeypatch.setenv("ZELDA_REWARD_MODEL_UNSEEN_PLACE_QUANTILE", "null")
+    settings = load_settings(RewardModelSettings)
+    assert settings.unseen_place_quantile is None and "unseen_place_quantile" not in settings.training_record()
+
+
+@pytest.mark.parametrize(("name", "value"), [("DEVICE", "tpu"), ("VALIDATION_FRACTION", "1.5"), ("PASSES", "0"),
+                                             ("UNSEEN_PLACE_QUANTILE", "1.5")])
 def test_bad_values_name_the_variable(monkeypatch: pytest.MonkeyPatch, name: str, value: str) -> None:
     monkeypatch.setenv(f"ZELDA_REWARD_MODEL_{name}", value)
     with pytest.raises(SettingsError, match=f"ZELDA_REWARD_MODEL_{name}"):

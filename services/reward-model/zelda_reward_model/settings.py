@@ -9,7 +9,7 @@ from zelda_rlaif.settings import LogSettings, NatsSettings, StoreSettings
 
 
 class RewardModelSettings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="ZELDA_REWARD_MODEL_", extra="ignore")
+    model_config = SettingsConfigDict(env_prefix="ZELDA_REWARD_MODEL_", extra="ignore", env_parse_none_str="null")
 
     window_epochs: int = Field(2, ge=0, description="also train on the scores of this many earlier epochs")
     # Early in training the judges' combined scores sit close together, so the margin must be small enough to
@@ -23,10 +23,11 @@ class RewardModelSettings(BaseSettings):
     tie_band: float = Field(
         0.0005, ge=0.0, le=1.0, description="scores closer than this make a near-tie pair with soft label 0.5"
     )
-    # A model knows only the places its segments visited; elsewhere its Phi is a guess that can hold the agent
-    # back from every way its first policy did not take (docs/results.md, section 14).
+    # A model knows only the places its segments visited; elsewhere its Phi is a guess that held the agent back
+    # from every way its first policy did not take: with this optimism the seeds that never took the key take it
+    # (docs/results.md, section 14).
     unseen_place_quantile: float | None = Field(
-        None, ge=0.0, le=1.0, description="a state in a place no segment of the window visited gets this quantile "
+        0.99, ge=0.0, le=1.0, description="a state in a place no segment of the window visited gets this quantile "
         "of Phi over the training states (optimism; zelda_rlaif.reward_model.places); unset: the network's Phi"
     )
     seed: int = Field(0, description="seed of the split, the pair sampling, the initial weights and the batches")
