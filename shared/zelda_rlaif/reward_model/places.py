@@ -75,4 +75,4 @@ class UnseenPlaces:
 
     def unseen(self, observations: npt.ArrayLike) -> npt.NDArray[np.bool_]:
         """Which of ``(n, 128)`` observations stand in a place none of the training states did."""
-        return ~np.isin(place_keys(observations), self.seen, assume_unique=False)
+        return ~np.isin(place_keys(observations), self.seen)
