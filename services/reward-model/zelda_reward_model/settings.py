@@ -24,11 +24,12 @@ class RewardModelSettings(BaseSettings):
         0.0005, ge=0.0, le=1.0, description="scores closer than this make a near-tie pair with soft label 0.5"
     )
     # A model knows only the places its segments visited; elsewhere its Phi is a guess that held the agent back
-    # from every way its first policy did not take: with this optimism the seeds that never took the key take it
+    # from every way its first policy did not take: with this optimism every seed measured took the key
     # (docs/results.md, section 14).
     unseen_place_quantile: float | None = Field(
         0.99, ge=0.0, le=1.0, description="a state in a place no segment of the window visited gets this quantile "
-        "of Phi over the training states (optimism; zelda_rlaif.reward_model.places); unset: the network's Phi"
+        "of Phi over the training states (optimism; zelda_rlaif.reward_model.places); null: the network's Phi "
+        "everywhere"
     )
     seed: int = Field(0, description="seed of the split, the pair sampling, the initial weights and the batches")
     batch_size: int = Field(1024, ge=1, description="preference pairs per gradient step")
