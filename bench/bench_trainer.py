@@ -24,7 +24,7 @@ os.environ.setdefault("RAY_AUTH_MODE", "disabled")
 ORIGINAL_STEPS_PER_S_PER_EMULATOR = 15.0
 
 
-def raw_worker(seconds: float, frame_skip: int, out: mp.Queue) -> None:  # type: ignore[type-arg]
+def raw_worker(seconds: float, frame_skip: int, out: mp.Queue) -> None:
     from zelda_rlaif.game.emulator import Emulator
 
     emulator = Emulator()
@@ -38,7 +38,7 @@ def raw_worker(seconds: float, frame_skip: int, out: mp.Queue) -> None:  # type:
 
 
 def raw_limit(processes: int, seconds: float, frame_skip: int) -> float:
-    queue: mp.Queue = mp.Queue()  # type: ignore[type-arg]
+    queue: mp.Queue = mp.Queue()
     workers = [mp.Process(target=raw_worker, args=(seconds, frame_skip, queue)) for _ in range(processes)]
     for worker in workers:
         worker.start()
@@ -67,6 +67,8 @@ def training_rate(runners: int, envs_per_runner: int, iterations: int, ppo_overr
     init_ray(settings)  # as the trainer does: its object store size too
     set_learner_threads(settings)  # as the trainer does
     algo = build_config(settings, "testworld", 0).build_algo()
+    runner_group, config = algo.env_runner_group, algo.config
+    assert runner_group is not None and config is not None  # a built Algorithm has both
     algo.train()  # warm-up: actor start, first compilation of everything
     start_steps = metrics.lifetime_env_steps(algo.train())
     started, probing = time.perf_counter(), 0.0
@@ -79,13 +81,13 @@ def training_rate(runners: int, envs_per_runner: int, iterations: int, ppo_overr
     elapsed = time.perf_counter() - started - probing
     steps = metrics.lifetime_env_steps(result) - start_steps
     # With overlap the timed iterations start and end with a batch in flight (a steady state); it is not timed.
-    algo.env_runner_group.fetch_ready_async_reqs(tags=AHEAD_TAG, timeout_seconds=None)
+    runner_group.fetch_ready_async_reqs(tags=AHEAD_TAG, timeout_seconds=None)
     # The same env runners sampling the same number of steps with no learner update in between: the rate a
     # learner on its own device (a GPU) could approach, since PPO samples and learns in turn.
-    per_runner = algo.config.train_batch_size_per_learner // runners
+    per_runner = config.train_batch_size_per_learner // runners
     started = time.perf_counter()
     for _ in range(iterations):
-        algo.env_runner_group.foreach_env_runner(lambda runner: runner.sample(num_timesteps=per_runner),
+        runner_group.foreach_env_runner(lambda runner: runner.sample(num_timesteps=per_runner),
                                                  local_env_runner=False)
     sampled = iterations * per_runner * runners / (time.perf_counter() - started)
     algo.stop()
