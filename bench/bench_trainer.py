@@ -88,7 +88,7 @@ def training_rate(runners: int, envs_per_runner: int, iterations: int, ppo_overr
     started = time.perf_counter()
     for _ in range(iterations):
         runner_group.foreach_env_runner(lambda runner: runner.sample(num_timesteps=per_runner),
-                                                 local_env_runner=False)
+                                        local_env_runner=False)
     sampled = iterations * per_runner * runners / (time.perf_counter() - started)
     algo.stop()
     ray.shutdown()
