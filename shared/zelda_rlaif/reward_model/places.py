@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -28,6 +29,13 @@ _ROOM_ROW, _ROOM_COLUMN = 14, 15
 _PLACE_FEATURES = _ROOM_COLUMN + 1  # position, facing, group and room all lie before this index
 
 Int64Array = npt.NDArray[np.int64]
+_Index = TypeVar("_Index", int, Int64Array)
+
+
+def _key(group: _Index, row: _Index, column: _Index, cell_x: _Index, cell_y: _Index) -> _Index:
+    """The place's key from its parts, for one place (ints) or many (arrays). Low to high: cell y and cell x
+    (``CELLS`` values each), room column and row (16 each), map group."""
+    return ((group * 16 + row) * 16 + column) * CELLS * CELLS + cell_x * CELLS + cell_y
 
 
 def place_keys(observations: npt.ArrayLike) -> Int64Array:
@@ -40,7 +48,7 @@ def place_keys(observations: npt.ArrayLike) -> Int64Array:
     column = np.clip(np.rint(obs[:, _ROOM_COLUMN] * 15), 0, 15).astype(np.int64)
     cell_x = np.clip(np.floor(obs[:, 0] * CELLS), 0, CELLS - 1).astype(np.int64)
     cell_y = np.clip(np.floor(obs[:, 1] * CELLS), 0, CELLS - 1).astype(np.int64)
-    return ((group * 16 + row) * 16 + column) * CELLS * CELLS + cell_x * CELLS + cell_y
+    return _key(group, row, column, cell_x, cell_y)
 
 
 def place_key(observation: npt.NDArray[np.float32]) -> int:
@@ -53,7 +61,7 @@ def place_key(observation: npt.NDArray[np.float32]) -> int:
     column = min(max(round(v[_ROOM_COLUMN] * 15), 0), 15)
     cell_x = min(max(math.floor(v[0] * CELLS), 0), CELLS - 1)
     cell_y = min(max(math.floor(v[1] * CELLS), 0), CELLS - 1)
-    return ((group * 16 + row) * 16 + column) * CELLS * CELLS + cell_x * CELLS + cell_y
+    return _key(group, row, column, cell_x, cell_y)
 
 
 @dataclass(frozen=True)
