@@ -28,7 +28,8 @@ trainer kept apart by its *training* episodes (milestone score, then env return)
 the eval episodes. Prints per arm each test-world milestone's fraction of eval episodes, rooms,
 env return and episode length as mean and min-max over the training seeds, plus wall time (training and
 evaluation, summed over seeds), then per seed the checkpoint's epoch and what it reached; writes ``results.json``
-and ``results.md`` into ``--out``. On a machine with more cores, seeds can run side by side, one process each
+and ``results.md`` into ``--out``, after every seed too (``"complete": false`` until the last), so a bench stopped
+part-way keeps the seeds it finished. On a machine with more cores, seeds can run side by side, one process each
 (``--seeds N --out DIR_N``), and ``bench/merge_results.py DIR_*/results.json --out DIR`` joins their tables.
 
 Learning curves: after each training run the bench reads its per-epoch ``EpochReport``s (``learning_curves.py``),
@@ -208,6 +209,26 @@ def per_seed_markdown(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def write_results(args: argparse.Namespace, budget: str, rows: list[dict],
+                  complete: bool) -> tuple[str, str, str]:
+    """``results.json`` and ``results.md`` in ``--out`` for ``rows``; ``complete``: False while seeds or arms are still
+    to run (the files say so). The table, its note and the per-seed table."""
+    table = markdown(rows, by_checkpoint=len(args.eval_epoch) > 1)
+    shown = args.plot.relative_to(args.out) if args.plot.is_relative_to(args.out) else args.plot
+    note = ("Cells: mean over training seeds (min-max where they differ). Milestones: fraction of eval episodes "
+            "reaching each. Times: wall seconds summed over seeds (train: the whole `zelda-rlaif up`, start-up, judges "
+            f"and reward model included). Learning curves: {shown} plots per epoch the fraction of that epoch's "
+            "training episodes reaching each milestone, and rooms per episode, against env steps (mean and min-max "
+            "over seeds); results.json holds them per seed under `curves`.")
+    unfinished = "" if complete else " (partial: arms or seeds are still to run; each row counts the seeds done)"
+    per_seed = per_seed_markdown(rows)
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "results.json").write_text(json.dumps({"budget": budget, "complete": complete, "arms": rows},
+                                                      indent=2))
+    (args.out / "results.md").write_text(f"{budget}{unfinished}\n\n{table}\n\n{note}\n\nPer seed:\n\n{per_seed}\n")
+    return table, note, per_seed
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0],
                                      epilog="arms: " + "; ".join(f"{arm.name}: {arm.what}"
@@ -268,12 +289,20 @@ def main() -> None:
         raise SystemExit(f"{', '.join(map(str, taken))} already holds runs: remove it or pass another --out")
 
     args.eval_epoch = list(dict.fromkeys(args.eval_epoch))  # each checkpoint once, in the order given
-    rows = []
+    budget = (f"{args.epochs} epochs x {args.steps_per_epoch} env steps, training seeds {args.seeds}, "
+              f"{args.eval_episodes} eval episodes (eval seed {args.eval_seed}, sampled actions, "
+              f"{' and '.join(args.eval_epoch)} checkpoint)"
+              + (f", self-imitation weight {args.sil_weight}" if imitating else "")
+              + (f", judged starts {args.judged_start_fraction} at the {args.judged_start_point}, alike by "
+                 f"{args.judged_start_balance}"
+                 if "judged_starts" in args.arms else "")
+              + (", --quick" if args.quick else ""))
+    rows: list[dict] = []
     for arm in arms:
         curves, train_s = [], 0.0
         reports: dict[str, list[dict]] = {checkpoint: [] for checkpoint in args.eval_epoch}
         eval_s = dict.fromkeys(args.eval_epoch, 0.0)
-        for seed in args.seeds:
+        for done, seed in enumerate(args.seeds, start=1):
             run_dir, wall = train(arm, seed, args, base_env)
             curves.append({"seed": seed, "points": read_curve(run_dir)})
             train_s += wall
@@ -283,33 +312,18 @@ def main() -> None:
                 eval_s[checkpoint] += eval_wall
                 print(f"{arm.name} seed {seed}: trained {wall:.0f} s, {checkpoint} checkpoint (epoch "
                       f"{report.get('epoch')}) eval {eval_wall:.0f} s: {report['episodes']['milestones']}", flush=True)
-        rows += [summarize(arm, checkpoint, reports[checkpoint], args.seeds, train_s, eval_s[checkpoint], curves)
-                 for checkpoint in args.eval_epoch]
+            arm_rows = [summarize(arm, checkpoint, reports[checkpoint], args.seeds[:done], train_s, eval_s[checkpoint],
+                                  curves) for checkpoint in args.eval_epoch]
+            # Written after every seed: an hours-long bench stopped part-way keeps the seeds it finished.
+            write_results(args, budget, [*rows, *arm_rows], complete=False)
+        rows += arm_rows
     if RANDOM.name in args.arms:
         # The random policy does not depend on the training seed: one evaluation, on the first run's game and seeds.
         report, eval_wall = evaluate(args.out / arms[0].name / f"seed{args.seeds[0]}", args, base_env, random=True,
                                      checkpoint=args.eval_epoch[0])
         rows.append(summarize(RANDOM, None, [report], args.seeds[:1], 0.0, eval_wall, []))
 
-    budget = (f"{args.epochs} epochs x {args.steps_per_epoch} env steps, training seeds {args.seeds}, "
-              f"{args.eval_episodes} eval episodes (eval seed {args.eval_seed}, sampled actions, "
-              f"{' and '.join(args.eval_epoch)} checkpoint)"
-              + (f", self-imitation weight {args.sil_weight}" if imitating else "")
-              + (f", judged starts {args.judged_start_fraction} at the {args.judged_start_point}, alike by "
-                 f"{args.judged_start_balance}"
-                 if "judged_starts" in args.arms else "")
-              + (", --quick" if args.quick else ""))
-    table = markdown(rows, by_checkpoint=len(args.eval_epoch) > 1)
-    shown = args.plot.relative_to(args.out) if args.plot.is_relative_to(args.out) else args.plot
-    note = ("Cells: mean over training seeds (min-max where they differ). Milestones: fraction of eval episodes "
-            "reaching each. Times: wall seconds summed over seeds (train: the whole `zelda-rlaif up`, start-up, judges "
-            f"and reward model included). Learning curves: {shown} plots per epoch the fraction of that epoch's "
-            "training episodes reaching each milestone, and rooms per episode, against env steps (mean and min-max "
-            "over seeds); results.json holds them per seed under `curves`.")
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "results.json").write_text(json.dumps({"budget": budget, "arms": rows}, indent=2))
-    per_seed = per_seed_markdown(rows)
-    (args.out / "results.md").write_text(f"{budget}\n\n{table}\n\n{note}\n\nPer seed:\n\n{per_seed}\n")
+    table, note, per_seed = write_results(args, budget, rows, complete=True)
     print(budget)
     print(table)
     print(note)

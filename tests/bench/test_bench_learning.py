@@ -28,7 +28,9 @@ def test_quick_bench_evaluates_every_arm_on_the_same_episodes(tmp_path: Path) ->
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
 
     # A row per trained arm and checkpoint, then the random policy's.
-    rows = json.loads((out / "results.json").read_text())["arms"]
+    results = json.loads((out / "results.json").read_text())
+    assert results["complete"]  # written after every seed, marked complete once the last arm is in
+    rows = results["arms"]
     assert [(row["arm"], row["checkpoint"]) for row in rows] == \
         [(arm, checkpoint) for arm in arms[:-1] for checkpoint in ("best", "latest")] + [("random", None)]
     for row in rows:
