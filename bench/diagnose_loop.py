@@ -222,7 +222,7 @@ def judged_start_table(store: ObjectStore, run_id: str, epochs: list[int],
     milestones = testworld.milestones
     kept = SelfImitationSettings()
     # gamma only discounts the returns self-imitation learns from, which this table does not read.
-    best = BestSegments(store, run_id, kept.top_k, 0.99, milestones, kept.per_milestone, testworld.walkthrough)
+    best = BestSegments(store, run_id, kept.top_k, 0.99, milestones, kept.per_milestone)
     best.add_epochs(epochs)
     states = best.kept_end_states()
     if not states:

@@ -87,31 +87,6 @@ def test_the_best_segments_reaching_each_milestone_are_kept_beside_the_top_k(sto
     assert without.data().segment_ids == ("best",)
 
 
-def test_with_a_walkthrough_a_milestone_counts_only_where_it_was_the_next_objective(store: ObjectStore) -> None:
-    """The quota keeps the key and then the gate taken in the walkthrough's order, not a switch pressed before the
-    key (the branch the judges put last) nor a talk with the old man (no objective of the walkthrough)."""
-    profile = get_profile("testworld")
-    with_key = STATE.model_copy(update={"treasure_flags": 0x01})
-    gate_open = with_key.model_copy(update={"door_flags": 0x01})
-    switch = STATE.model_copy(update={"group": 1, "room": 1, "puzzle_flags": 0x01})
-    old_man = STATE.model_copy(update={"group": 1, "room": 0, "text_active": True})
-    put_segment(store, 0, "best", action=1, rewards=[1.0, 1.0])
-    put_segment(store, 0, "switch-first", action=2, rewards=[0.0, 0.0], states=[STATE, switch])
-    put_segment(store, 0, "old-man", action=3, rewards=[0.0, 0.0], states=[STATE, old_man])
-    put_segment(store, 0, "key", action=4, rewards=[0.0, 0.0], states=[STATE, with_key])
-    put_segment(store, 0, "gate", action=5, rewards=[0.0, 0.0], states=[with_key, gate_open])
-    put_scores(store, 0, {"best": 0.9, "switch-first": 0.5, "old-man": 0.4, "key": 0.2, "gate": 0.1})
-
-    in_order = BestSegments(store, RUN, top_k=1, gamma=0.5, milestones=profile.milestones, per_milestone=1,
-                            walkthrough=profile.walkthrough)
-    in_order.add_epochs([0])
-    assert in_order.data().segment_ids == ("best", "key", "gate")
-
-    any_order = BestSegments(store, RUN, top_k=1, gamma=0.5, milestones=profile.milestones, per_milestone=1)
-    any_order.add_epochs([0])
-    assert any_order.data().segment_ids == ("best", "switch-first", "old-man", "key", "gate")
-
-
 def test_returns_are_discounted_to_the_segment_end() -> None:
     np.testing.assert_allclose(discounted_returns(np.array([1, 0, 2], np.float32), 0.9), [1 + 0.81 * 2, 1.8, 2])
 

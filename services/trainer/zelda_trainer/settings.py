@@ -83,8 +83,7 @@ class SelfImitationSettings(BaseModel):
     weight: float = Field(0.5, ge=0, description="weight of the self-imitation loss added to PPO's; 0: off")
     top_k: int = Field(8, ge=1, description="judged segments kept: the K with the best combined score so far")
     per_milestone: int = Field(2, ge=0, description="also kept: for each quest milestone, the N best-scoring "
-                               "segments that reached it (as the walkthrough's next objective, where the game "
-                               "profile has a walkthrough), so every milestone the run found is imitated; "
+                               "segments that reached it, so every branch of the quest the run found is imitated; "
                                "0: only the top K")
     batch_size: int = Field(256, ge=1, description="steps of the kept segments drawn for each PPO minibatch")
     value_coeff: float = Field(0.01, ge=0, description="weight of the value term within the self-imitation loss "

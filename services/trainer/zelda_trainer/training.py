@@ -102,7 +102,7 @@ class Trainer:
         # The best judged segments feed self-imitation (their steps) and judged starts (their end states).
         imitation = settings.self_imitation
         self.best_segments = BestSegments(self.store, self.run_id, imitation.top_k, settings.ppo.gamma,
-                                          profile.milestones, imitation.per_milestone, profile.walkthrough) \
+                                          profile.milestones, imitation.per_milestone) \
             if imitation.weight > 0 or settings.judged_start_fraction > 0 else None
         self._start_states = StartStates()  # where judged starts begin, handed to the envs
         self._env_steps = 0

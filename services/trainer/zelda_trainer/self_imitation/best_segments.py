@@ -5,10 +5,7 @@ epochs. Two kinds stay:
 
 - for each quest milestone of the game profile, the N best-scoring segments that reached it (``per_milestone``).
   Without them each seed imitated only the one branch of the quest its best segments happened to take, and
-  forgot the milestones of the other branch, even the key it had learned first (docs/results.md, section 6).
-  Where the profile has a walkthrough, a segment counts for a milestone only if it took it as the walkthrough's
-  next objective: otherwise the quota kept the segments the judges ranked lowest, a switch pressed before the key
-  or a talk with the old man, and a seed imitated the branch the judges put last (section 15);
+  forgot the milestones of the other branch, even the key it had learned first (docs/results.md, section 6);
 - then the K best-scoring segments of any kind (``top_k``).
 
 Their state logs carry every step's observation, action and reward (``StepRecord``), which is all self-imitation
@@ -22,7 +19,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from itertools import islice, pairwise
+from itertools import islice
 
 import numpy as np
 import numpy.typing as npt
@@ -30,7 +27,6 @@ import numpy.typing as npt
 from zelda_rlaif.errors import ObjectNotFound
 from zelda_rlaif.events import SegmentScored
 from zelda_rlaif.game.profiles.base import Milestone
-from zelda_rlaif.game.profiles.walkthrough import Walkthrough
 from zelda_rlaif.replay.milestones import milestone_marks, reached_in
 from zelda_rlaif.scores import read_epoch_scores
 from zelda_rlaif.segments import (
@@ -76,22 +72,20 @@ def discounted_returns(rewards: npt.NDArray[np.float32], gamma: float) -> npt.ND
 @dataclass
 class _Candidate:
     row: SegmentScored
-    milestones: tuple[str, ...] = ()  # reached in the segment itself (as the walkthrough's next objective, if any)
+    milestones: tuple[str, ...] = ()  # reached in the segment itself
     records: list[StepRecord] = field(default_factory=list)  # held only while the segment is kept
     readable: bool = True  # False once its state log turned out missing or unreadable: never chosen
 
 
 class BestSegments:
     def __init__(self, store: ObjectStore, run_id: str, top_k: int, gamma: float,
-                 milestones: Sequence[Milestone] = (), per_milestone: int = 0,
-                 walkthrough: Walkthrough | None = None) -> None:
+                 milestones: Sequence[Milestone] = (), per_milestone: int = 0) -> None:
         self.store = store
         self.run_id = run_id
         self.top_k = top_k
         self.gamma = gamma
         self.milestones = tuple(milestones)
         self.per_milestone = per_milestone
-        self.walkthrough = walkthrough
         self.epochs_read: set[int] = set()
         self._candidates: list[_Candidate] = []  # every readable judged segment, best first
         self._kept: list[_Candidate] = []
@@ -137,25 +131,8 @@ class BestSegments:
         read now for that, and otherwise only once it is chosen)."""
         candidate = _Candidate(row)
         if self.milestones and self.per_milestone and self._readable(candidate):
-            marks = milestone_marks(self.milestones, candidate.records)
-            reached = reached_in(marks)
-            if self.walkthrough is not None:
-                first_steps = {m.name: m.first_step for m in marks}
-                reached = [name for name in reached
-                           if self._taken_as_next(self.walkthrough, name, first_steps[name], candidate.records)]
-            candidate.milestones = tuple(reached)
+            candidate.milestones = tuple(reached_in(milestone_marks(self.milestones, candidate.records)))
         return candidate
-
-    def _taken_as_next(self, walkthrough: Walkthrough, milestone: str, first_step: int | None,
-                       records: list[StepRecord]) -> bool:
-        """Whether the walkthrough's next objective, on the step before ``milestone`` first held, was that
-        milestone: not one taken out of order, nor one the walkthrough leaves out."""
-        before = next((r for r, after in pairwise(records) if after.step == first_step), None)
-        if before is None:  # held from the segment's first step: not taken in it
-            return False
-        objective = walkthrough.next_objective(before.state.model_dump(),
-                                                    {m.name: m.reached for m in self.milestones})
-        return objective is not None and objective.milestone == milestone
 
     def _readable(self, candidate: _Candidate) -> bool:
         """Whether the candidate's state log could be read (read now if it is not held)."""
