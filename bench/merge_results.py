@@ -5,7 +5,8 @@ on a machine with more cores, into one table over all their seeds.
 
 Rows are joined per (arm, checkpoint): each figure's mean and spread are recomputed from the per-seed results,
 times are summed, curves concatenated. Writes OUT/results.json, OUT/results.md and OUT/learning.png as
-``bench_learning.py`` does. Refuses inputs whose budgets differ (other than in their seeds) or that repeat a seed.
+``bench_learning.py`` does, marked partial where an input is (a bench stopped part-way). Refuses inputs whose
+budgets differ (other than in their seeds) or that repeat a seed.
 """
 
 from __future__ import annotations
@@ -51,7 +52,9 @@ def merge(results: list[dict[str, Any]]) -> dict[str, Any]:
         row.update({figure: spread([s[figure] for s in seeds]) for figure in FIGURES})
     all_seeds = sorted({s["seed"] for row in joined.values() for s in row["per_seed"]})
     budget = _SEEDS.sub(f"training seeds {all_seeds}", results[0]["budget"])
-    return {"budget": budget, "arms": list(joined.values())}
+    # Files written before the bench marked partial results have no "complete": they were written at its end.
+    complete = all(r.get("complete", True) for r in results)
+    return {"budget": budget, "complete": complete, "arms": list(joined.values())}
 
 
 def main() -> None:
@@ -65,7 +68,9 @@ def main() -> None:
     table = markdown(rows, by_checkpoint=len(checkpoints) > 1)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "results.json").write_text(json.dumps(merged, indent=2))
-    (args.out / "results.md").write_text(f"{merged['budget']}\n\n{table}\n\nPer seed:\n\n{per_seed_markdown(rows)}\n")
+    partial = "" if merged["complete"] else " (partial: an input's bench had seeds or arms still to run)"
+    (args.out / "results.md").write_text(
+        f"{merged['budget']}{partial}\n\n{table}\n\nPer seed:\n\n{per_seed_markdown(rows)}\n")
     print(merged["budget"])
     print(table)
     first = rows[0]["checkpoint"]

@@ -37,6 +37,12 @@ def test_rows_join_per_arm_and_checkpoint_with_spreads_over_all_seeds() -> None:
     assert best["rooms_mean"] == {"mean": 7.0, "min": 6.0, "max": 8.0}
     assert best["train_s"] == 200.0 and best["eval_s"] == 10.0
     assert [c["seed"] for c in best["curves"]] == [0, 1]
+    assert merged["complete"]  # files from before the bench marked partial results count as complete
+
+
+def test_a_partial_input_makes_the_merge_partial() -> None:
+    stopped = {**result(1, 0.5, 0.25, 6.0), "complete": False}
+    assert not merge_results.merge([{**result(0, 1.0, 0.75, 8.0), "complete": True}, stopped])["complete"]
 
 
 def test_a_repeated_seed_or_another_budget_is_refused() -> None:
