@@ -209,24 +209,25 @@ def per_seed_markdown(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def write_results(args: argparse.Namespace, budget: str, rows: list[dict],
-                  complete: bool) -> tuple[str, str, str]:
-    """``results.json`` and ``results.md`` in ``--out`` for ``rows``; ``complete``: False while seeds or arms are still
-    to run (the files say so). The table, its note and the per-seed table."""
-    table = markdown(rows, by_checkpoint=len(args.eval_epoch) > 1)
+def write_results(out: Path, budget: str, rows: list[dict], table: str, complete: bool, partial_why: str,
+                  note: str = "") -> None:
+    """``results.json`` and ``results.md`` in ``out``: the one layout of both, for this bench and for
+    ``merge_results.py``. ``complete``: False while seeds or arms are still to run; the Markdown then says
+    ``partial_why``."""
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "results.json").write_text(json.dumps({"budget": budget, "complete": complete, "arms": rows}, indent=2))
+    partial = "" if complete else f" (partial: {partial_why})"
+    noted = f"{note}\n\n" if note else ""
+    (out / "results.md").write_text(f"{budget}{partial}\n\n{table}\n\n{noted}Per seed:\n\n{per_seed_markdown(rows)}\n")
+
+
+def table_note(args: argparse.Namespace) -> str:
     shown = args.plot.relative_to(args.out) if args.plot.is_relative_to(args.out) else args.plot
-    note = ("Cells: mean over training seeds (min-max where they differ). Milestones: fraction of eval episodes "
+    return ("Cells: mean over training seeds (min-max where they differ). Milestones: fraction of eval episodes "
             "reaching each. Times: wall seconds summed over seeds (train: the whole `zelda-rlaif up`, start-up, judges "
             f"and reward model included). Learning curves: {shown} plots per epoch the fraction of that epoch's "
             "training episodes reaching each milestone, and rooms per episode, against env steps (mean and min-max "
             "over seeds); results.json holds them per seed under `curves`.")
-    unfinished = "" if complete else " (partial: arms or seeds are still to run; each row counts the seeds done)"
-    per_seed = per_seed_markdown(rows)
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "results.json").write_text(json.dumps({"budget": budget, "complete": complete, "arms": rows},
-                                                      indent=2))
-    (args.out / "results.md").write_text(f"{budget}{unfinished}\n\n{table}\n\n{note}\n\nPer seed:\n\n{per_seed}\n")
-    return table, note, per_seed
 
 
 def main() -> None:
@@ -315,7 +316,10 @@ def main() -> None:
             arm_rows = [summarize(arm, checkpoint, reports[checkpoint], args.seeds[:done], train_s, eval_s[checkpoint],
                                   curves) for checkpoint in args.eval_epoch]
             # Written after every seed: an hours-long bench stopped part-way keeps the seeds it finished.
-            write_results(args, budget, [*rows, *arm_rows], complete=False)
+            so_far = [*rows, *arm_rows]
+            write_results(args.out, budget, so_far, markdown(so_far, by_checkpoint=len(args.eval_epoch) > 1),
+                          complete=False, partial_why="arms or seeds are still to run; each row counts the seeds done",
+                          note=table_note(args))
         rows += arm_rows
     if RANDOM.name in args.arms:
         # The random policy does not depend on the training seed: one evaluation, on the first run's game and seeds.
@@ -323,11 +327,12 @@ def main() -> None:
                                      checkpoint=args.eval_epoch[0])
         rows.append(summarize(RANDOM, None, [report], args.seeds[:1], 0.0, eval_wall, []))
 
-    table, note, per_seed = write_results(args, budget, rows, complete=True)
+    table, note = markdown(rows, by_checkpoint=len(args.eval_epoch) > 1), table_note(args)
+    write_results(args.out, budget, rows, table, complete=True, partial_why="", note=note)
     print(budget)
     print(table)
     print(note)
-    print(per_seed)
+    print(per_seed_markdown(rows))
     # Last, so that the results are written even where matplotlib is missing.
     curves_once = [row for row in rows if row["checkpoint"] in (None, args.eval_epoch[0])]  # one row per arm
     plot(curves_once, args.plot,

@@ -20,7 +20,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/ is no installed package
 
-from bench.bench_learning import FIGURES, markdown, per_seed_markdown, spread
+from bench.bench_learning import FIGURES, markdown, spread, write_results
 from bench.learning_curves import plot
 
 _SEEDS = re.compile(r"training seeds \[[^\]]*\]")
@@ -66,11 +66,8 @@ def main() -> None:
     rows = merged["arms"]
     checkpoints = {row["checkpoint"] for row in rows}
     table = markdown(rows, by_checkpoint=len(checkpoints) > 1)
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "results.json").write_text(json.dumps(merged, indent=2))
-    partial = "" if merged["complete"] else " (partial: an input's bench had seeds or arms still to run)"
-    (args.out / "results.md").write_text(
-        f"{merged['budget']}{partial}\n\n{table}\n\nPer seed:\n\n{per_seed_markdown(rows)}\n")
+    write_results(args.out, merged["budget"], rows, table, merged["complete"],
+                  partial_why="an input's bench had seeds or arms still to run")
     print(merged["budget"])
     print(table)
     first = rows[0]["checkpoint"]
