@@ -17,7 +17,10 @@ Arms, each trained in its own ``zelda-rlaif up`` (its own processes, run directo
    (``--judged-start-point start``: at the state one of the best segments on the way from the game's start began
    from, ``ZELDA_TRAINER_JUDGED_START_POINT``; ``--judged-start-balance milestones``: each milestone the kept
    segments reached as likely, ``ZELDA_TRAINER_JUDGED_START_BALANCE``).
-5. ``random``: ``zelda-rlaif eval --policy random`` on the first trained run's directory (same game, same seeds).
+5. ``preference``: ``self_imitation`` plus the reward model's score paid on every step, ``--preference-weight``
+   times Phi(s) (``ZELDA_TRAINER_REWARDS__PREFERENCE``, as Motif pays its LLM-preference reward): unlike shaping,
+   it changes which policy the reward prefers.
+6. ``random``: ``zelda-rlaif eval --policy random`` on the first trained run's directory (same game, same seeds).
 
 ``--arms`` runs a subset (the random arm needs a trained arm beside it for its run directory).
 
@@ -70,13 +73,15 @@ class Arm:
 
 def trained_arms(sil_weight: float, judged_start_fraction: float,
                  judged_start_point: JudgedStartPoint = JudgedStartPoint.END,
-                 judged_start_balance: JudgedStartBalance = JudgedStartBalance.SEGMENTS) -> tuple[Arm, ...]:
+                 judged_start_balance: JudgedStartBalance = JudgedStartBalance.SEGMENTS,
+                 preference_weight: float = 0.0) -> tuple[Arm, ...]:
     """The arms that train, in table order; ``sil_weight``: the loss weight of the arms that self-imitate,
     ``judged_start_fraction``: the judged_starts arm's share of episodes begun at a kept segment's state,
-    ``judged_start_point`` which one and ``judged_start_balance`` how they are picked."""
-    # Each arm sets self-imitation and judged starts explicitly, so that the arms stay what they say whatever the
-    # trainer's defaults.
-    no_judged_starts = {"ZELDA_TRAINER_JUDGED_START_FRACTION": "0"}
+    ``judged_start_point`` which one and ``judged_start_balance`` how they are picked, ``preference_weight``: the
+    preference arm's per-step reward weight on the reward model's score."""
+    # Each arm sets self-imitation, judged starts and the preference reward explicitly, so that the arms stay what
+    # they say whatever the trainer's defaults.
+    no_judged_starts = {"ZELDA_TRAINER_JUDGED_START_FRACTION": "0", "ZELDA_TRAINER_REWARDS__PREFERENCE": "0"}
     no_imitation = {"ZELDA_TRAINER_SELF_IMITATION__WEIGHT": "0", **no_judged_starts}
     imitation = {"ZELDA_TRAINER_SELF_IMITATION__WEIGHT": str(sil_weight)}
     return (
@@ -88,7 +93,10 @@ def trained_arms(sil_weight: float, judged_start_fraction: float,
         Arm("judged_starts", "full loop + self-imitation + some episodes begun at the kept segments' states",
             {**imitation, "ZELDA_TRAINER_JUDGED_START_FRACTION": str(judged_start_fraction),
              "ZELDA_TRAINER_JUDGED_START_POINT": judged_start_point.value,
-             "ZELDA_TRAINER_JUDGED_START_BALANCE": judged_start_balance.value}),
+             "ZELDA_TRAINER_JUDGED_START_BALANCE": judged_start_balance.value,
+             "ZELDA_TRAINER_REWARDS__PREFERENCE": "0"}),
+        Arm("preference", "full loop + self-imitation + the reward model's score paid as reward on every step",
+            {**imitation, **no_judged_starts, "ZELDA_TRAINER_REWARDS__PREFERENCE": str(preference_weight)}),
     )
 
 
@@ -252,6 +260,9 @@ def main() -> None:
                         default=JudgedStartBalance.SEGMENTS,
                         help="judged_starts arm: ZELDA_TRAINER_JUDGED_START_BALANCE, every kept state as likely "
                         "(segments) or every milestone the kept segments reached (milestones)")
+    parser.add_argument("--preference-weight", type=float, default=0.02,
+                        help="preference arm: ZELDA_TRAINER_REWARDS__PREFERENCE, the per-step reward weight on the "
+                        "reward model's Phi(s) (> 0)")
     parser.add_argument("--epochs", type=int, default=2, help="epochs per training run")
     parser.add_argument("--steps-per-epoch", type=int, default=16384, help="env steps per epoch")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2], help="training seeds (ZELDA_TRAINER_SEED)")
@@ -270,12 +281,14 @@ def main() -> None:
                         "4 eval episodes (overrides the budget flags)")
     args = parser.parse_args()
     arms = [arm for arm in trained_arms(args.sil_weight, args.judged_start_fraction, args.judged_start_point,
-                                        args.judged_start_balance) if arm.name in args.arms]
-    imitating = bool({"self_imitation", "judged_starts"} & set(args.arms))
+                                        args.judged_start_balance, args.preference_weight) if arm.name in args.arms]
+    imitating = bool({"self_imitation", "judged_starts", "preference"} & set(args.arms))
     if not arms:
         parser.error("--arms random alone has no run directory to play in: add a trained arm (e.g. --arms full random)")
     if imitating and args.sil_weight <= 0:
         parser.error(f"--sil-weight {args.sil_weight}: give a weight > 0 (0 turns self-imitation off: the full arm)")
+    if "preference" in args.arms and args.preference_weight <= 0:
+        parser.error(f"--preference-weight {args.preference_weight}: give a weight > 0 (0 is the self_imitation arm)")
     if "judged_starts" in args.arms and not 0 < args.judged_start_fraction <= 1:
         parser.error(f"--judged-start-fraction {args.judged_start_fraction}: give a share in (0, 1]")
     base_env: dict[str, str] = {}
@@ -297,6 +310,7 @@ def main() -> None:
               + (f", judged starts {args.judged_start_fraction} at the {args.judged_start_point}, alike by "
                  f"{args.judged_start_balance}"
                  if "judged_starts" in args.arms else "")
+              + (f", preference weight {args.preference_weight}" if "preference" in args.arms else "")
               + (", --quick" if args.quick else ""))
     rows: list[dict] = []
     for arm in arms:

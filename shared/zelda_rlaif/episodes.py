@@ -34,8 +34,9 @@ class EpisodeRecord(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     steps: int = Field(ge=0)
-    env_return: float = Field(description="sum of every reward component but shaping")
-    shaping_return: float = Field(description="sum of the potential-based shaping from the reward model")
+    env_return: float = Field(description="sum of every reward component but the reward model's (shaping_return)")
+    shaping_return: float = Field(description="sum of what the reward model added: potential-based shaping "
+                                  "and, where it is on, the per-step preference reward")
     rooms_visited: int = Field(ge=0)
     tiles_visited: int = Field(ge=0)
     milestones: list[str] = Field(description="milestones of the profile reached in the episode, in quest order "

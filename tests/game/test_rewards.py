@@ -175,6 +175,25 @@ def test_potential_based_shaping_uses_gamma(env: ZeldaEnv) -> None:
     assert components["shaping"] > 0
 
 
+def test_preference_pays_phi_every_step_and_leaves_the_env_return() -> None:
+    env = ZeldaEnv(EnvConfig(rewards=RewardConfig(rnd=0.0, preference=0.01)))
+    try:
+        env.reset(seed=0)
+        assert "preference" not in act(env, Action.RIGHT)[1]  # off until a model is loaded
+        env.set_potential(ObservationX())
+        paid = []
+        for _ in range(5):
+            _, components, _ = act(env, Action.RIGHT)
+            assert components["preference"] == pytest.approx(0.01 * env._obs[0], abs=1e-7)
+            paid.append(components["preference"] + components["shaping"])
+        record = env.episode_record()
+        # What the reward model added is the shaping return, not the env's: the env return stays comparable.
+        assert record.shaping_return == pytest.approx(sum(paid), abs=1e-6)
+        assert record.env_return == pytest.approx(env.episode_return - sum(paid), abs=1e-6)
+    finally:
+        env.close()
+
+
 def test_rnd_bonus_is_high_for_new_states_and_fades_with_familiarity() -> None:
     rnd = RndCuriosity(seed=0)
     rng = np.random.default_rng(0)

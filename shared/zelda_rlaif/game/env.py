@@ -22,7 +22,13 @@ from zelda_rlaif.game.guidance.runtime import GuidanceRuntime
 from zelda_rlaif.game.observation import ObservationBuilder, push_action, unpack_actions
 from zelda_rlaif.game.profiles import get_profile
 from zelda_rlaif.game.profiles.base import Milestone
-from zelda_rlaif.game.rewards import CoverageTracker, StatePotential, StepContext, default_components
+from zelda_rlaif.game.rewards import (
+    LEARNED_COMPONENTS,
+    CoverageTracker,
+    StatePotential,
+    StepContext,
+    default_components,
+)
 from zelda_rlaif.segments import OBSERVATION_SIZE
 
 
@@ -148,7 +154,7 @@ class ZeldaEnv(gym.Env[Any, int]):
             guidance.end_step(action, cur, self.still_steps)
         reward = float(sum(components.values()))
         self.episode_return += reward
-        self.shaping_return += components.get("shaping", 0.0)
+        self.shaping_return += sum(components.get(name, 0.0) for name in LEARNED_COMPONENTS)
         info = self._info(components)
         info["action_name"] = ACTION_NAMES[action]
         obs = self._with_pixels(self._obs) if self._pixel_observation else self._obs

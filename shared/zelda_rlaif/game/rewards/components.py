@@ -159,11 +159,17 @@ class Curiosity:
         out["rnd"] = self.c.rnd * self.rnd.reward(ctx.obs)
 
 
+# The components that come from the reward model: an episode's env return leaves them out.
+LEARNED_COMPONENTS = ("shaping", "preference")
+
+
 class Shaping:
-    """Potential-based shaping F = gamma * Phi(s') - Phi(s); zero until a reward model is loaded.
+    """What the reward model adds, zero until one is loaded: potential-based shaping F = gamma * Phi(s') - Phi(s)
+    and, where ``RewardConfig.preference`` is set, the per-step preference reward preference * Phi(s').
 
     Potential-based shaping leaves the optimal policy unchanged (Ng et al., 1999) only when gamma equals the
-    learner's discount, so the trainer passes PPO's gamma into RewardConfig.gamma.
+    learner's discount, so the trainer passes PPO's gamma into RewardConfig.gamma. The preference term is meant to
+    change it: one Phi per step serves both.
     """
 
     def __init__(self, config: RewardConfig) -> None:
@@ -186,6 +192,8 @@ class Shaping:
             return
         phi = self.potential.phi(ctx.obs)
         out["shaping"] = self.c.shaping * (self.c.gamma * phi - self._phi_prev)
+        if self.c.preference:
+            out["preference"] = self.c.preference * phi
         self._phi_prev = phi
 
 

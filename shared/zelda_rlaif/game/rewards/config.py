@@ -59,3 +59,10 @@ class RewardConfig(BaseModel):
     # too weak to hold seeds on the walkthrough against the env reward's rooms; 1.0 did, 2.0 lost the key (13).
     shaping: float = Field(1.0, ge=0.0, description="scale of F = gamma * Phi(s') - Phi(s) from the reward model")
     gamma: float = Field(0.99, gt=0.0, le=1.0, description="discount for shaping; must equal PPO's gamma")
+    # Shaping sums to gamma^T Phi(s_T) - Phi(s_0) over an episode, so it cannot change which policy the env reward
+    # prefers (docs/results.md, section 16); this term pays Phi(s) on every step, as Motif pays its LLM-preference
+    # reward, so a policy that reaches the judges' preferred states sooner and stays there earns more.
+    preference: float = Field(
+        0.0, ge=0.0, description="per-step reward preference * Phi(s) from the reward model (Phi has unit spread "
+        "on its training states, so 0.01 pays about one new room over a 100-step horizon for a state one spread "
+        "higher); unlike shaping it changes which policy is best; 0 turns it off")
