@@ -19,7 +19,8 @@ Arms, each trained in its own ``zelda-rlaif up`` (its own processes, run directo
    segments reached as likely, ``ZELDA_TRAINER_JUDGED_START_BALANCE``).
 5. ``preference``: ``self_imitation`` plus the reward model's score paid on every step, ``--preference-weight``
    times Phi(s) (``ZELDA_TRAINER_REWARDS__PREFERENCE``, as Motif pays its LLM-preference reward): unlike shaping,
-   it changes which policy the reward prefers.
+   it changes which policy the reward prefers; ``--preference-count-power`` divides it by an episodic count of
+   steps on the player's tile to that power (``ZELDA_TRAINER_REWARDS__PREFERENCE_COUNT_POWER``).
 6. ``random``: ``zelda-rlaif eval --policy random`` on the first trained run's directory (same game, same seeds).
 
 ``--arms`` runs a subset (the random arm needs a trained arm beside it for its run directory).
@@ -74,11 +75,12 @@ class Arm:
 def trained_arms(sil_weight: float, judged_start_fraction: float,
                  judged_start_point: JudgedStartPoint = JudgedStartPoint.END,
                  judged_start_balance: JudgedStartBalance = JudgedStartBalance.SEGMENTS,
-                 preference_weight: float = 0.0) -> tuple[Arm, ...]:
+                 preference_weight: float = 0.0, preference_count_power: float = 0.0) -> tuple[Arm, ...]:
     """The arms that train, in table order; ``sil_weight``: the loss weight of the arms that self-imitate,
     ``judged_start_fraction``: the judged_starts arm's share of episodes begun at a kept segment's state,
     ``judged_start_point`` which one and ``judged_start_balance`` how they are picked, ``preference_weight``: the
-    preference arm's per-step reward weight on the reward model's score."""
+    preference arm's per-step reward weight on the reward model's score, ``preference_count_power`` the power of
+    the episodic count that divides it."""
     # Each arm sets self-imitation, judged starts and the preference reward explicitly, so that the arms stay what
     # they say whatever the trainer's defaults.
     no_judged_starts = {"ZELDA_TRAINER_JUDGED_START_FRACTION": "0", "ZELDA_TRAINER_REWARDS__PREFERENCE": "0"}
@@ -96,7 +98,8 @@ def trained_arms(sil_weight: float, judged_start_fraction: float,
              "ZELDA_TRAINER_JUDGED_START_BALANCE": judged_start_balance.value,
              "ZELDA_TRAINER_REWARDS__PREFERENCE": "0"}),
         Arm("preference", "full loop + self-imitation + the reward model's score paid as reward on every step",
-            {**imitation, **no_judged_starts, "ZELDA_TRAINER_REWARDS__PREFERENCE": str(preference_weight)}),
+            {**imitation, **no_judged_starts, "ZELDA_TRAINER_REWARDS__PREFERENCE": str(preference_weight),
+             "ZELDA_TRAINER_REWARDS__PREFERENCE_COUNT_POWER": str(preference_count_power)}),
     )
 
 
@@ -263,6 +266,9 @@ def main() -> None:
     parser.add_argument("--preference-weight", type=float, default=0.02,
                         help="preference arm: ZELDA_TRAINER_REWARDS__PREFERENCE, the per-step reward weight on the "
                         "reward model's Phi(s) (> 0)")
+    parser.add_argument("--preference-count-power", type=float, default=0.0,
+                        help="preference arm: ZELDA_TRAINER_REWARDS__PREFERENCE_COUNT_POWER, the power of the steps "
+                        "on the player's tile this episode that divides the preference reward (0: undivided)")
     parser.add_argument("--epochs", type=int, default=2, help="epochs per training run")
     parser.add_argument("--steps-per-epoch", type=int, default=16384, help="env steps per epoch")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2], help="training seeds (ZELDA_TRAINER_SEED)")
@@ -281,7 +287,8 @@ def main() -> None:
                         "4 eval episodes (overrides the budget flags)")
     args = parser.parse_args()
     arms = [arm for arm in trained_arms(args.sil_weight, args.judged_start_fraction, args.judged_start_point,
-                                        args.judged_start_balance, args.preference_weight) if arm.name in args.arms]
+                                        args.judged_start_balance, args.preference_weight,
+                                        args.preference_count_power) if arm.name in args.arms]
     imitating = bool({"self_imitation", "judged_starts", "preference"} & set(args.arms))
     if not arms:
         parser.error("--arms random alone has no run directory to play in: add a trained arm (e.g. --arms full random)")
@@ -310,7 +317,8 @@ def main() -> None:
               + (f", judged starts {args.judged_start_fraction} at the {args.judged_start_point}, alike by "
                  f"{args.judged_start_balance}"
                  if "judged_starts" in args.arms else "")
-              + (f", preference weight {args.preference_weight}" if "preference" in args.arms else "")
+              + (f", preference weight {args.preference_weight} / count ** {args.preference_count_power}"
+                 if "preference" in args.arms else "")
               + (", --quick" if args.quick else ""))
     rows: list[dict] = []
     for arm in arms:

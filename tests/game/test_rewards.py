@@ -194,6 +194,24 @@ def test_preference_pays_phi_every_step_and_leaves_the_env_return() -> None:
         env.close()
 
 
+def test_preference_counted_per_tile_fades_where_the_player_stands() -> None:
+    env = ZeldaEnv(EnvConfig(rewards=RewardConfig(rnd=0.0, preference=0.01, preference_count_power=1.0)))
+    try:
+        env.reset(seed=0)
+        env.set_potential(ObservationX())
+        standing = [act(env, Action.NOP)[1]["preference"] / (0.01 * env._obs[0]) for _ in range(4)]
+        assert standing == pytest.approx([1.0, 1 / 2, 1 / 3, 1 / 4])
+        tile, entered = state(env)["x"] // 16, 0
+        for _ in range(12):  # walking right: the first step on each new tile pays Phi in full
+            _, components, cur = act(env, Action.RIGHT)
+            if cur["x"] // 16 != tile:
+                tile, entered = cur["x"] // 16, entered + 1
+                assert components["preference"] == pytest.approx(0.01 * env._obs[0], abs=1e-7)
+        assert entered >= 2
+    finally:
+        env.close()
+
+
 def test_rnd_bonus_is_high_for_new_states_and_fades_with_familiarity() -> None:
     rnd = RndCuriosity(seed=0)
     rng = np.random.default_rng(0)

@@ -161,6 +161,9 @@ class Curiosity:
 
 # The components that come from the reward model: an episode's env return leaves them out.
 LEARNED_COMPONENTS = ("shaping", "preference")
+# The preference reward's episodic counts are per tile of this size: a Game Boy background tile pair, crossed in
+# about four env steps of walking.
+PREFERENCE_TILE_PX = 16
 
 
 class Shaping:
@@ -176,6 +179,8 @@ class Shaping:
         self.c = config
         self.potential: StatePotential | None = None
         self._phi_prev = 0.0
+        # Steps this episode per (group, room, tile x, tile y, quest progress), for preference_count_power.
+        self._tile_steps: dict[tuple[int, int, int, int, int], int] = {}
 
     def set_potential(self, potential: StatePotential | None, current_obs: np.ndarray | None) -> None:
         self.potential = potential
@@ -183,6 +188,7 @@ class Shaping:
 
     def reset(self, obs: np.ndarray) -> None:
         self._phi_prev = self.potential.phi(obs) if self.potential is not None else 0.0
+        self._tile_steps.clear()
 
     def reseed(self, seed: int) -> None:
         pass
@@ -193,8 +199,19 @@ class Shaping:
         phi = self.potential.phi(ctx.obs)
         out["shaping"] = self.c.shaping * (self.c.gamma * phi - self._phi_prev)
         if self.c.preference:
-            out["preference"] = self.c.preference * phi
+            out["preference"] = self.c.preference * phi / self._count(ctx) ** self.c.preference_count_power
         self._phi_prev = phi
+
+
+    def _count(self, ctx: StepContext) -> int:
+        if not self.c.preference_count_power:
+            return 1
+        cur = ctx.cur
+        tile = (cur.get("group", 0), cur.get("room", 0), cur.get("x", 0) // PREFERENCE_TILE_PX,
+                cur.get("y", 0) // PREFERENCE_TILE_PX, ctx.progress)
+        steps = self._tile_steps.get(tile, 0) + 1
+        self._tile_steps[tile] = steps
+        return steps
 
 
 def default_components(config: RewardConfig, seed: int, state_fields: Collection[str],

@@ -66,3 +66,9 @@ class RewardConfig(BaseModel):
         0.0, ge=0.0, description="per-step reward preference * Phi(s) from the reward model (Phi has unit spread "
         "on its training states, so 0.01 pays about one new room over a 100-step horizon for a state one spread "
         "higher); unlike shaping it changes which policy is best; 0 turns it off")
+    # Paid undivided, a policy holding the key can earn it standing still (docs/results.md, section 17); Motif
+    # divides its intrinsic reward by an episodic count for the same reason.
+    preference_count_power: float = Field(
+        0.0, ge=0.0, description="divide the preference reward by n ** this, n the steps spent this episode on "
+        "the player's 16-px tile at the current quest progress (this one included): 1 pays a tile about twice "
+        "its Phi when walked through and log(n) times when stood on; 0 pays every step alike")
