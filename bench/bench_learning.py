@@ -20,7 +20,9 @@ Arms, each trained in its own ``zelda-rlaif up`` (its own processes, run directo
 5. ``preference``: ``self_imitation`` plus the reward model's score paid on every step, ``--preference-weight``
    times Phi(s) (``ZELDA_TRAINER_REWARDS__PREFERENCE``, as Motif pays its LLM-preference reward): unlike shaping,
    it changes which policy the reward prefers; ``--preference-count-power`` divides it by an episodic count of
-   steps on the player's tile to that power (``ZELDA_TRAINER_REWARDS__PREFERENCE_COUNT_POWER``).
+   steps on the player's tile to that power (``ZELDA_TRAINER_REWARDS__PREFERENCE_COUNT_POWER``). With the defaults
+   of both flags this arm is the trainer's defaults (docs/results.md, section 17); the arms above set the
+   preference reward to 0.
 6. ``random``: ``zelda-rlaif eval --policy random`` on the first trained run's directory (same game, same seeds).
 
 ``--arms`` runs a subset (the random arm needs a trained arm beside it for its run directory).
@@ -263,10 +265,10 @@ def main() -> None:
                         default=JudgedStartBalance.SEGMENTS,
                         help="judged_starts arm: ZELDA_TRAINER_JUDGED_START_BALANCE, every kept state as likely "
                         "(segments) or every milestone the kept segments reached (milestones)")
-    parser.add_argument("--preference-weight", type=float, default=0.02,
+    parser.add_argument("--preference-weight", type=float, default=0.05,
                         help="preference arm: ZELDA_TRAINER_REWARDS__PREFERENCE, the per-step reward weight on the "
                         "reward model's Phi(s) (> 0)")
-    parser.add_argument("--preference-count-power", type=float, default=0.0,
+    parser.add_argument("--preference-count-power", type=float, default=1.0,
                         help="preference arm: ZELDA_TRAINER_REWARDS__PREFERENCE_COUNT_POWER, the power of the steps "
                         "on the player's tile this episode that divides the preference reward (0: undivided)")
     parser.add_argument("--epochs", type=int, default=2, help="epochs per training run")

@@ -176,7 +176,7 @@ def test_potential_based_shaping_uses_gamma(env: ZeldaEnv) -> None:
 
 
 def test_preference_pays_phi_every_step_and_leaves_the_env_return() -> None:
-    env = ZeldaEnv(EnvConfig(rewards=RewardConfig(rnd=0.0, preference=0.01)))
+    env = ZeldaEnv(EnvConfig(rewards=RewardConfig(rnd=0.0, preference=0.01, preference_count_power=0.0)))
     try:
         env.reset(seed=0)
         assert "preference" not in act(env, Action.RIGHT)[1]  # off until a model is loaded

@@ -155,7 +155,7 @@ async def test_page_shows_live_data_and_reconnects(
                                 "episode/return_shaping_mean", "episode/return_shaping_median"]
     assert returns["points"] == 18  # every iteration that had a finished episode, against env steps
     assert returns["scales"] == ["y", "y", "right", "right"]  # shaping on its own axis
-    assert returns["axes"] == ["env steps", "env return per episode", "shaping return per episode"]
+    assert returns["axes"] == ["env steps", "env return per episode", "reward-model return per episode"]
     assert charts["chart-milestones"]["names"] == [f"milestone/{m}" for m in MILESTONES] + ["milestone/score"]
     components = charts["chart-components"]
     assert components["names"] == list(metrics(run_id, 0, start).reward_components)

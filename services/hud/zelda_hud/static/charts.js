@@ -15,7 +15,7 @@ const HEIGHT = 210;
 // on the right-hand axis, and the axis titles. `empty` says what is missing when it has no point yet.
 const CHARTS = [
   {
-    box: "chart-return", left: "env return per episode", right: "shaping return per episode",
+    box: "chart-return", left: "env return per episode", right: "reward-model return per episode",
     series: ["episode/return_env_mean", "episode/return_env_median", "episode/return_shaping_mean",
       "episode/return_shaping_median"],
     onRight: (name) => name.startsWith("episode/return_shaping"),
@@ -43,8 +43,8 @@ const CHARTS = [
     empty: "no judged epoch yet",
   },
   {
-    box: "chart-components", left: "reward per episode", right: "shaping per episode", components: true,
-    onRight: (name) => name === "shaping", liveOnly: true,
+    box: "chart-components", left: "reward per episode", right: "reward model per episode", components: true,
+    onRight: (name) => name === "shaping" || name === "preference", liveOnly: true,
     empty: "no training iteration seen live yet",
   },
 ];
