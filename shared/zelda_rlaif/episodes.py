@@ -9,7 +9,7 @@ metric names every output uses (``progress.json``, the ``up`` table and summary,
 |---|---|
 | ``episode/count`` | episodes that finished |
 | ``episode/return_env_mean``, ``_median`` | return of the env reward (every component but the reward model's) |
-| ``episode/return_shaping_mean``, ``_median`` | return of what the reward model adds: shaping and the preference reward |
+| ``episode/return_shaping_mean``, ``_median`` | return of what the reward model adds (shaping, preference reward) |
 | ``episode/length_mean`` | env steps per episode |
 | ``episode/rooms_mean``, ``episode/tiles_mean`` | distinct rooms and 16x16 tiles visited per episode |
 | ``milestone/<name>`` | fraction of episodes that reached the profile's milestone ``<name>`` |
