@@ -64,6 +64,7 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/ is no installed package
 
 from bench.learning_curves import plot, read_curve
+from zelda_rlaif.game.rewards import RewardConfig
 from zelda_trainer.settings import JudgedStartBalance, JudgedStartPoint
 
 
@@ -106,6 +107,7 @@ def trained_arms(sil_weight: float, judged_start_fraction: float,
 
 
 RANDOM = Arm("random", "random policy")
+TRAINER_REWARDS = RewardConfig()  # the preference arm's flags default to the trainer's reward weights
 ARM_NAMES = (*(arm.name for arm in trained_arms(0.0, 0.0)), RANDOM.name)
 
 # --quick: the smallest epoch the settings accept with short segments and episodes (as tests/e2e/test_up.py):
@@ -265,12 +267,13 @@ def main() -> None:
                         default=JudgedStartBalance.SEGMENTS,
                         help="judged_starts arm: ZELDA_TRAINER_JUDGED_START_BALANCE, every kept state as likely "
                         "(segments) or every milestone the kept segments reached (milestones)")
-    parser.add_argument("--preference-weight", type=float, default=0.05,
+    parser.add_argument("--preference-weight", type=float, default=TRAINER_REWARDS.preference,
                         help="preference arm: ZELDA_TRAINER_REWARDS__PREFERENCE, the per-step reward weight on the "
-                        "reward model's Phi(s) (> 0)")
-    parser.add_argument("--preference-count-power", type=float, default=1.0,
+                        "reward model's Phi(s) (> 0; default: the trainer's)")
+    parser.add_argument("--preference-count-power", type=float, default=TRAINER_REWARDS.preference_count_power,
                         help="preference arm: ZELDA_TRAINER_REWARDS__PREFERENCE_COUNT_POWER, the power of the steps "
-                        "on the player's tile this episode that divides the preference reward (0: undivided)")
+                        "on the player's tile this episode that divides the preference reward (0: undivided; default: "
+                        "the trainer's)")
     parser.add_argument("--epochs", type=int, default=2, help="epochs per training run")
     parser.add_argument("--steps-per-epoch", type=int, default=16384, help="env steps per epoch")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2], help="training seeds (ZELDA_TRAINER_SEED)")
