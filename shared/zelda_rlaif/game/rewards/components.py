@@ -202,7 +202,6 @@ class Shaping:
             out["preference"] = self.c.preference * phi / self._count(ctx) ** self.c.preference_count_power
         self._phi_prev = phi
 
-
     def _count(self, ctx: StepContext) -> int:
         if not self.c.preference_count_power:
             return 1
