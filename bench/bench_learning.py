@@ -86,20 +86,20 @@ def trained_arms(sil_weight: float, judged_start_fraction: float,
     the episodic count that divides it."""
     # Each arm sets self-imitation, judged starts and the preference reward explicitly, so that the arms stay what
     # they say whatever the trainer's defaults.
-    no_judged_starts = {"ZELDA_TRAINER_JUDGED_START_FRACTION": "0", "ZELDA_TRAINER_REWARDS__PREFERENCE": "0"}
-    no_imitation = {"ZELDA_TRAINER_SELF_IMITATION__WEIGHT": "0", **no_judged_starts}
+    no_judged_starts = {"ZELDA_TRAINER_JUDGED_START_FRACTION": "0"}
+    no_preference = {"ZELDA_TRAINER_REWARDS__PREFERENCE": "0"}
+    no_imitation = {"ZELDA_TRAINER_SELF_IMITATION__WEIGHT": "0", **no_judged_starts, **no_preference}
     imitation = {"ZELDA_TRAINER_SELF_IMITATION__WEIGHT": str(sil_weight)}
     return (
         Arm("full", "full loop (judges -> reward model -> shaping)", no_imitation),
         Arm("no_shaping", "shaping off (plain PPO on the env reward)",
             {"ZELDA_TRAINER_REWARDS__SHAPING": "0", **no_imitation}),
         Arm("self_imitation", "full loop + self-imitation on the top-K judged segments",
-            {**imitation, **no_judged_starts}),
+            {**imitation, **no_judged_starts, **no_preference}),
         Arm("judged_starts", "full loop + self-imitation + some episodes begun at the kept segments' states",
-            {**imitation, "ZELDA_TRAINER_JUDGED_START_FRACTION": str(judged_start_fraction),
+            {**imitation, **no_preference, "ZELDA_TRAINER_JUDGED_START_FRACTION": str(judged_start_fraction),
              "ZELDA_TRAINER_JUDGED_START_POINT": judged_start_point.value,
-             "ZELDA_TRAINER_JUDGED_START_BALANCE": judged_start_balance.value,
-             "ZELDA_TRAINER_REWARDS__PREFERENCE": "0"}),
+             "ZELDA_TRAINER_JUDGED_START_BALANCE": judged_start_balance.value}),
         Arm("preference", "full loop + self-imitation + the reward model's score paid as reward on every step",
             {**imitation, **no_judged_starts, "ZELDA_TRAINER_REWARDS__PREFERENCE": str(preference_weight),
              "ZELDA_TRAINER_REWARDS__PREFERENCE_COUNT_POWER": str(preference_count_power)}),
