@@ -51,8 +51,15 @@ def wait_for(key: str, run_dir: Path, process: subprocess.Popen[str]) -> None:
 
 
 def descendants(process: subprocess.Popen[str]) -> list[psutil.Process]:
-    found = psutil.Process(process.pid).children(recursive=True)
-    names = {child.name() for child in found}
+    # Ray starts short-lived helper processes; one may exit between listing and naming it.
+    found: list[psutil.Process] = []
+    names: set[str] = set()
+    for child in psutil.Process(process.pid).children(recursive=True):
+        try:
+            names.add(child.name())
+        except psutil.NoSuchProcess:
+            continue
+        found.append(child)
     assert "nats-server" in names, names
     assert len(found) >= 7, names  # NATS, three judges, reward model, HUD, trainer (and Ray under it)
     return found

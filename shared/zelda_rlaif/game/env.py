@@ -73,7 +73,8 @@ class ZeldaEnv(gym.Env[Any, int]):
         self.observations = ObservationBuilder(self.profile, config.max_steps)
         self.guidance = GuidanceRuntime(config.guidance, self) if config.guidance.enabled else None
         self.components, self.shaping = default_components(
-            config.rewards, seed=0, state_fields=self._decoder.fields, guidance=self.guidance)
+            config.rewards, seed=0, state_fields=self._decoder.fields, tile_px=self.profile.geometry.tile_px,
+            guidance=self.guidance)
         self.render_next = False  # set by a wrapper that wants this step's last frame (exports, live view)
         self._rendered = False
         self.step_count = 0

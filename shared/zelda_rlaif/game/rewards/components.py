@@ -161,9 +161,6 @@ class Curiosity:
 
 # The components that come from the reward model: an episode's env return leaves them out.
 LEARNED_COMPONENTS = ("shaping", "preference")
-# The preference reward's episodic counts are per tile of this size: a Game Boy background tile pair, crossed in
-# about four env steps of walking.
-PREFERENCE_TILE_PX = 16
 
 
 class Shaping:
@@ -175,8 +172,11 @@ class Shaping:
     change it: one Phi per step serves both.
     """
 
-    def __init__(self, config: RewardConfig) -> None:
+    def __init__(self, config: RewardConfig, tile_px: int) -> None:
         self.c = config
+        # The preference reward's episodic counts are per coverage tile of the profile (16 px: a Game Boy
+        # background tile pair, crossed in about four env steps of walking).
+        self.tile_px = tile_px
         self.potential: StatePotential | None = None
         self._phi_prev = 0.0
         # Steps this episode per (group, room, tile x, tile y, quest progress), for preference_count_power.
@@ -206,19 +206,19 @@ class Shaping:
         if not self.c.preference_count_power:
             return 1
         cur = ctx.cur
-        tile = (cur.get("group", 0), cur.get("room", 0), cur.get("x", 0) // PREFERENCE_TILE_PX,
-                cur.get("y", 0) // PREFERENCE_TILE_PX, ctx.progress)
+        tile = (cur.get("group", 0), cur.get("room", 0), cur.get("x", 0) // self.tile_px,
+                cur.get("y", 0) // self.tile_px, ctx.progress)
         steps = self._tile_steps.get(tile, 0) + 1
         self._tile_steps[tile] = steps
         return steps
 
 
-def default_components(config: RewardConfig, seed: int, state_fields: Collection[str],
+def default_components(config: RewardConfig, seed: int, state_fields: Collection[str], tile_px: int,
                        guidance: SuggestionFeed | None = None) -> tuple[list[RewardComponent], Shaping]:
     """The standard reward stack for records with ``state_fields``; the shaping component is returned separately
     so models can be swapped in. With online guidance enabled (``guidance`` given) the alignment bonus joins the
     stack."""
-    shaping = Shaping(config)
+    shaping = Shaping(config, tile_px)
     components: list[RewardComponent] = [GameEvents(config, state_fields), Coverage(config), Behaviour(config)]
     if config.quest_novelty > 0:
         components.append(QuestNovelty(config))
