@@ -20,9 +20,10 @@ Arms, each trained in its own ``zelda-rlaif up`` (its own processes, run directo
 5. ``preference``: ``self_imitation`` plus the reward model's score paid on every step, ``--preference-weight``
    times Phi(s) (``ZELDA_TRAINER_REWARDS__PREFERENCE``, as Motif pays its LLM-preference reward): unlike shaping,
    it changes which policy the reward prefers; ``--preference-count-power`` divides it by an episodic count of
-   steps on the player's tile to that power (``ZELDA_TRAINER_REWARDS__PREFERENCE_COUNT_POWER``). With the defaults
-   of both flags this arm is the trainer's defaults (docs/results.md, section 17); the arms above set the
-   preference reward to 0.
+   steps on the player's tile to that power (``ZELDA_TRAINER_REWARDS__PREFERENCE_COUNT_POWER``), and
+   ``--preference-threshold`` pays it only where Phi(s) is at least that
+   (``ZELDA_TRAINER_REWARDS__PREFERENCE_THRESHOLD``). With the defaults of the flags this arm is the trainer's
+   defaults (docs/results.md, section 17); the arms above set the preference reward to 0.
 6. ``random``: ``zelda-rlaif eval --policy random`` on the first trained run's directory (same game, same seeds).
 
 ``--arms`` runs a subset (the random arm needs a trained arm beside it for its run directory).
@@ -78,18 +79,22 @@ class Arm:
 def trained_arms(sil_weight: float, judged_start_fraction: float,
                  judged_start_point: JudgedStartPoint = JudgedStartPoint.END,
                  judged_start_balance: JudgedStartBalance = JudgedStartBalance.SEGMENTS,
-                 preference_weight: float = 0.0, preference_count_power: float = 0.0) -> tuple[Arm, ...]:
+                 preference_weight: float = 0.0, preference_count_power: float = 0.0,
+                 preference_threshold: float | None = None) -> tuple[Arm, ...]:
     """The arms that train, in table order; ``sil_weight``: the loss weight of the arms that self-imitate,
     ``judged_start_fraction``: the judged_starts arm's share of episodes begun at a kept segment's state,
     ``judged_start_point`` which one and ``judged_start_balance`` how they are picked, ``preference_weight``: the
     preference arm's per-step reward weight on the reward model's score, ``preference_count_power`` the power of
-    the episodic count that divides it."""
+    the episodic count that divides it, ``preference_threshold`` the least Phi it pays (None: the trainer's)."""
     # Each arm sets self-imitation, judged starts and the preference reward explicitly, so that the arms stay what
     # they say whatever the trainer's defaults.
     no_judged_starts = {"ZELDA_TRAINER_JUDGED_START_FRACTION": "0"}
     no_preference = {"ZELDA_TRAINER_REWARDS__PREFERENCE": "0"}
     no_imitation = {"ZELDA_TRAINER_SELF_IMITATION__WEIGHT": "0", **no_judged_starts, **no_preference}
     imitation = {"ZELDA_TRAINER_SELF_IMITATION__WEIGHT": str(sil_weight)}
+    # The threshold's "unset" has no env spelling the trainer reads, so the arm leaves it to the trainer then.
+    threshold = ({} if preference_threshold is None
+                 else {"ZELDA_TRAINER_REWARDS__PREFERENCE_THRESHOLD": str(preference_threshold)})
     return (
         Arm("full", "full loop (judges -> reward model -> shaping)", no_imitation),
         Arm("no_shaping", "shaping off (plain PPO on the env reward)",
@@ -102,7 +107,7 @@ def trained_arms(sil_weight: float, judged_start_fraction: float,
              "ZELDA_TRAINER_JUDGED_START_BALANCE": judged_start_balance.value}),
         Arm("preference", "full loop + self-imitation + the reward model's score paid as reward on every step",
             {**imitation, **no_judged_starts, "ZELDA_TRAINER_REWARDS__PREFERENCE": str(preference_weight),
-             "ZELDA_TRAINER_REWARDS__PREFERENCE_COUNT_POWER": str(preference_count_power)}),
+             "ZELDA_TRAINER_REWARDS__PREFERENCE_COUNT_POWER": str(preference_count_power), **threshold}),
     )
 
 
@@ -274,6 +279,9 @@ def main() -> None:
                         help="preference arm: ZELDA_TRAINER_REWARDS__PREFERENCE_COUNT_POWER, the power of the steps "
                         "on the player's tile this episode that divides the preference reward (0: undivided; default: "
                         "the trainer's)")
+    parser.add_argument("--preference-threshold", type=float, default=TRAINER_REWARDS.preference_threshold,
+                        help="preference arm: ZELDA_TRAINER_REWARDS__PREFERENCE_THRESHOLD, the least Phi(s) the "
+                        "preference reward pays (default: the trainer's)")
     parser.add_argument("--epochs", type=int, default=2, help="epochs per training run")
     parser.add_argument("--steps-per-epoch", type=int, default=16384, help="env steps per epoch")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2], help="training seeds (ZELDA_TRAINER_SEED)")
@@ -293,7 +301,8 @@ def main() -> None:
     args = parser.parse_args()
     arms = [arm for arm in trained_arms(args.sil_weight, args.judged_start_fraction, args.judged_start_point,
                                         args.judged_start_balance, args.preference_weight,
-                                        args.preference_count_power) if arm.name in args.arms]
+                                        args.preference_count_power, args.preference_threshold)
+            if arm.name in args.arms]
     imitating = bool({"self_imitation", "judged_starts", "preference"} & set(args.arms))
     if not arms:
         parser.error("--arms random alone has no run directory to play in: add a trained arm (e.g. --arms full random)")
@@ -323,6 +332,7 @@ def main() -> None:
                  f"{args.judged_start_balance}"
                  if "judged_starts" in args.arms else "")
               + (f", preference weight {args.preference_weight} / count ** {args.preference_count_power}"
+                 + (f" where Phi >= {args.preference_threshold}" if args.preference_threshold is not None else "")
                  if "preference" in args.arms else "")
               + (", --quick" if args.quick else ""))
     rows: list[dict] = []

@@ -187,8 +187,9 @@ def test_preference_pays_phi_every_step_and_leaves_the_env_return() -> None:
             assert components["preference"] == pytest.approx(0.01 * env._obs[0], abs=1e-7)
             paid.append(components["preference"] + components["shaping"])
         record = env.episode_record()
-        # What the reward model added is the shaping return, not the env's: the env return stays comparable.
-        assert record.shaping_return == pytest.approx(sum(paid), abs=1e-6)
+        # What the reward model added (shaping and preference) is its return, not the env's: the env return stays
+        # comparable.
+        assert record.reward_model_return == pytest.approx(sum(paid), abs=1e-6)
         assert record.env_return == pytest.approx(env.episode_return - sum(paid), abs=1e-6)
     finally:
         env.close()
@@ -253,3 +254,26 @@ def test_quest_novelty_lasts_across_episodes_and_returns_with_each_milestone() -
 
 def test_quest_novelty_is_off_by_default(env: ZeldaEnv) -> None:
     assert all("quest_novelty" not in components for _, components, _ in walk_out(env, Action.UP))
+
+
+class ConstantPhi:
+    def __init__(self, value: float) -> None:
+        self.value = value
+
+    def phi(self, observation: np.ndarray) -> float:
+        return self.value
+
+
+def test_preference_threshold_pays_only_phi_at_or_above_it() -> None:
+    config = RewardConfig(rnd=0.0, preference=0.1, preference_count_power=1.0, preference_threshold=0.0)
+    env = ZeldaEnv(EnvConfig(rewards=config))
+    try:
+        env.reset(seed=0)
+        env.set_potential(ConstantPhi(-0.5))
+        below = [act(env, Action.NOP)[1] for _ in range(2)]
+        assert all("preference" not in components for components in below)  # no price on standing or walking
+        env.set_potential(ConstantPhi(0.5))
+        # The count ran while nothing was paid: this is the third step on the tile.
+        assert act(env, Action.NOP)[1]["preference"] == pytest.approx(0.1 * 0.5 / 3)
+    finally:
+        env.close()

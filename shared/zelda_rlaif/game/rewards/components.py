@@ -199,7 +199,11 @@ class Shaping:
         phi = self.potential.phi(ctx.obs)
         out["shaping"] = self.c.shaping * (self.c.gamma * phi - self._phi_prev)
         if self.c.preference:
-            out["preference"] = self.c.preference * phi / self._count(ctx) ** self.c.preference_count_power
+            # The count runs on every step, paid or not: a tile's n is the steps spent on it.
+            count = self._count(ctx)
+            threshold = self.c.preference_threshold
+            if threshold is None or phi >= threshold:
+                out["preference"] = self.c.preference * phi / count ** self.c.preference_count_power
         self._phi_prev = phi
 
     def _count(self, ctx: StepContext) -> int:
