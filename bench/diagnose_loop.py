@@ -12,9 +12,10 @@ For each ``zelda-rlaif up`` run directory, then pooled over all of them, prints 
 2. ``reward model``: per epoch whether it was accepted, its preference pairs and validation accuracy, and the
    Spearman rho of its mean Phi per segment against the combined scores of the segments it was fitted on
    (``rho_fit``) and of the *next* epoch's segments, which it never saw (``rho_next``, over ``n_next``).
-3. ``shaping scale``: per epoch the training episodes' mean env and shaping return (``EpochReport``), and over
-   every step of the epoch's judged segments mean |r| and std of the env reward (all but shaping) and of the
-   shaping; ``shaping/env`` is the ratio of the stds. Pooled tables average the runs epoch by epoch.
+3. ``shaping scale``: per epoch the training episodes' mean env and reward model return (``EpochReport``; the
+   latter is the shaping plus any preference reward), and over every step of the epoch's judged segments mean
+   |r| and std of the env reward (all but shaping) and of the shaping; ``shaping/env`` is the ratio of the stds.
+   Pooled tables average the runs epoch by epoch.
 4. ``top segments``: the best combined scores, with the rooms they visited and the milestones they reached.
 5. ``walkthrough objectives`` (games whose profile has a walkthrough): per next objective at a segment's first step,
    the segments that had it, the share that ended closer to it and that reached it, and their mean combined score
@@ -164,7 +165,7 @@ def _shaping_row(epoch: int, report: EpochReport | None, segments: list[Segment]
     return {"epoch": epoch, "rm_epoch": report.reward_model_epoch if report else None,
             "episodes": episodes.count if episodes else None,
             "env_return": episodes.return_env_mean if episodes else None,
-            "shaping_return": episodes.return_shaping_mean if episodes else None,
+            "reward_model_return": episodes.return_reward_model_mean if episodes else None,
             "step_env_abs": float(np.abs(env).mean()) if env.size else None, "step_env_std": env_std,
             "step_shaping_abs": float(np.abs(shaping).mean()) if shaping is not None else None,
             "step_shaping_std": shaping_std,

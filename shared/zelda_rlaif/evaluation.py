@@ -8,11 +8,11 @@ episode seeds (``evaluation_seeds``), so a checkpoint and the random baseline co
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from zelda_rlaif.episodes import EpisodeRecord, EpisodeStats
+from zelda_rlaif.episodes import EpisodeRecord, EpisodeStats, upgrade_reward_model_names
 
 # Training envs are seeded from the run's seed plus small worker and env indices (RLlib's own evaluation workers
 # add 1e6); evaluation seeds start far above both, so an evaluation never replays a training episode's start.
@@ -34,7 +34,7 @@ def evaluation_seeds(seed: int, episodes: int) -> list[int]:
 class EvalReport(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    schema_version: Literal[1] = 1
+    schema_version: Literal[2] = 2
     run_id: str
     policy: Literal["checkpoint", "random"]
     checkpoint: Literal["epoch", "best", "latest", "training"] | None = Field(
@@ -55,6 +55,11 @@ class EvalReport(BaseModel):
     video: str | None = Field(description="where the best episode's video was written, if it was")
     wall_time_s: float = Field(ge=0.0, description="time to play the episodes (not loading, not the video)")
     episodes_per_s: float = Field(ge=0.0)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _upgrade(cls, data: Any) -> Any:
+        return upgrade_reward_model_names(data, 1, stats=("episodes",), records=("records",))
 
     def describe(self) -> str:
         """One line for people: which policy, how it played."""

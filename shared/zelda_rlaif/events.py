@@ -7,6 +7,8 @@ Rules every model follows:
   input, two replicas racing) is stored once. It names the run and the epoch wherever the event has them, so a
   fact of one epoch never hides the same-looking fact of another.
 - Unknown fields are rejected, so a typo on the producer side fails loudly at the edge.
+- A change of shape bumps ``schema_version``. A model whose older versions are stored (and read again: the HUD
+  and ``up`` read past runs) upgrades them in a ``model_validator(mode="before")`` instead of rejecting them.
 """
 
 from __future__ import annotations
@@ -14,11 +16,11 @@ from __future__ import annotations
 import base64
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PlainSerializer, PlainValidator, model_validator
 
-from zelda_rlaif.episodes import EpisodeStats, training_figures
+from zelda_rlaif.episodes import EpisodeStats, training_figures, upgrade_reward_model_names
 
 RunId = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")]
 SegmentId = Annotated[str, Field(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")]
@@ -216,7 +218,7 @@ class LiveMetrics(Event):
     """Training progress after every PPO iteration, for the HUD and ``zelda-rlaif up``; the latest is also stored
     as ``progress.json``. The epoch's final figures are its ``EpochReport`` (``zelda_rlaif.episodes``)."""
 
-    schema_version: Literal[2] = 2
+    schema_version: Literal[3] = 3
     run_id: RunId
     epoch: Epoch
     env_steps: int = Field(ge=0, description="env steps of the run so far")
@@ -226,6 +228,12 @@ class LiveMetrics(Event):
     rooms_visited: list[tuple[int, int]] = Field(default_factory=list, description="(group, room) pairs")
     reward_model_epoch: int | None = Field(None, description="epoch of the reward model the envs shape with")
     segments_exported: int = Field(0, ge=0, description="segments announced so far in this run")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _upgrade(cls, data: Any) -> Any:
+        # Version 2 is stored as a run's progress.json; version 3 renamed the reward model's return.
+        return upgrade_reward_model_names(data, 2, stats=("episodes",))
 
     def flat(self) -> dict[str, float]:
         """The epoch so far under the metric names its ``EpochReport.flat()`` will have at the epoch's end."""

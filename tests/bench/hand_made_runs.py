@@ -14,7 +14,7 @@ MILESTONES = ["talk_old_man", "take_key", "open_gate", "take_sword", "solve_swit
 
 
 def episode(rooms: int, *milestones: str) -> EpisodeRecord:
-    return EpisodeRecord(steps=200, env_return=1.0, shaping_return=0.0, rooms_visited=rooms, tiles_visited=10,
+    return EpisodeRecord(steps=200, env_return=1.0, reward_model_return=0.0, rooms_visited=rooms, tiles_visited=10,
                          milestones=list(milestones))
 
 

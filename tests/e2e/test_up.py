@@ -110,10 +110,10 @@ def test_up_runs_two_epochs_and_closes_the_loop(tmp_path: Path) -> None:
         assert report.epoch_env_steps >= 2048 and report.env_steps_per_s > 0
         stats = report.episodes
         assert stats.count >= 8, "each of the 8 emulators ends at least one 200-step episode per epoch"
-        assert None not in (stats.return_env_mean, stats.return_env_median, stats.return_shaping_mean,
+        assert None not in (stats.return_env_mean, stats.return_env_median, stats.return_reward_model_mean,
                             stats.length_mean, stats.rooms_mean, stats.tiles_mean, stats.milestone_score)
         assert list(stats.milestones) == MILESTONES
-    assert reports[1].episodes.return_shaping_mean != 0.0, "epoch 1 shaped with the model of epoch 0"
+    assert reports[1].episodes.return_reward_model_mean != 0.0, "epoch 1 shaped with the model of epoch 0"
     assert reports[1].env_steps == summary["env_steps"]
     lines = rendered(agent_table(RunSummary.model_validate(summary)))
     for epoch, report in reports.items():
@@ -140,7 +140,7 @@ def report(epoch: int, episodes: list[EpisodeRecord]) -> EpochReport:
 
 
 def episode(env_return: float, milestones: list[str]) -> EpisodeRecord:
-    return EpisodeRecord(steps=200, env_return=env_return, shaping_return=0.0, rooms_visited=3, tiles_visited=40,
+    return EpisodeRecord(steps=200, env_return=env_return, reward_model_return=0.0, rooms_visited=3, tiles_visited=40,
                          milestones=milestones)
 
 

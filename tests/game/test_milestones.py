@@ -44,7 +44,7 @@ def test_key_gate_and_sword_fire_in_quest_order_and_reach_the_episode_record(env
     assert record.milestones == ["take_key", "open_gate", "take_sword"]
     assert record.steps == env.step_count and record.rooms_visited == 5  # $11 $01 $12 $13 $03
     assert record.tiles_visited > 0
-    assert record.env_return == pytest.approx(env.episode_return) and record.shaping_return == 0.0
+    assert record.env_return == pytest.approx(env.episode_return) and record.reward_model_return == 0.0
 
 
 def test_talking_to_the_old_man(env: ZeldaEnv) -> None:
@@ -154,9 +154,9 @@ def test_oracle_decodes_the_gnarled_key_bit_and_the_dungeon_for_its_milestones()
 
 # EpisodeStats: the figures every output reports.
 
-def record(steps: int, env_return: float, shaping: float, rooms: int, tiles: int,
+def record(steps: int, env_return: float, reward_model: float, rooms: int, tiles: int,
            milestones: list[str]) -> EpisodeRecord:
-    return EpisodeRecord(steps=steps, env_return=env_return, shaping_return=shaping, rooms_visited=rooms,
+    return EpisodeRecord(steps=steps, env_return=env_return, reward_model_return=reward_model, rooms_visited=rooms,
                          tiles_visited=tiles, milestones=milestones)
 
 
@@ -167,7 +167,7 @@ def test_episode_stats_over_records() -> None:
                              record(300, 6.0, 3.0, 6, 50, ["take_key", "open_gate"])], names)
     assert stats.count == 3
     assert stats.return_env_mean == pytest.approx(3.0) and stats.return_env_median == 2.0
-    assert stats.return_shaping_mean == pytest.approx(1.0) and stats.return_shaping_median == 0.5
+    assert stats.return_reward_model_mean == pytest.approx(1.0) and stats.return_reward_model_median == 0.5
     assert (stats.length_mean, stats.rooms_mean, stats.tiles_mean) == (500.0, 4.0, 30.0)
     assert stats.milestones == pytest.approx({"take_key": 2 / 3, "open_gate": 1 / 3, "take_sword": 0.0})
     assert list(stats.milestones) == names, "quest order"

@@ -33,7 +33,7 @@ def episodes(epoch: int, count: int) -> list[EpisodeRecord]:
         reached = MILESTONES[: min(len(MILESTONES), (i + 2 * epoch) // 2)]
         records.append(EpisodeRecord(
             steps=400 - 20 * epoch + 7 * i, env_return=4.0 + 3.5 * epoch + 0.6 * i + 4.0 * (i % 4 == 0),
-            shaping_return=-25.0 + 30.0 * epoch - 6.0 * epoch**2 + 0.8 * i, rooms_visited=2 + epoch + i % 3,
+            reward_model_return=-25.0 + 30.0 * epoch - 6.0 * epoch**2 + 0.8 * i, rooms_visited=2 + epoch + i % 3,
             tiles_visited=60 + 30 * epoch - 3 * epoch**2 + i, milestones=reached))
     return records
 

@@ -85,7 +85,7 @@ def frame(run_id: str, env_id: str, step: int, group: int, room: int) -> LiveFra
 
 def metrics(run_id: str, i: int, at: datetime) -> LiveMetrics:
     """Iteration ``i``: ten per epoch; the first of each epoch has no finished episode yet."""
-    finished = [EpisodeRecord(steps=300 + 10 * k, env_return=5 + 2.5 * i - (k % 3), shaping_return=40 - 3 * i + k,
+    finished = [EpisodeRecord(steps=300 + 10 * k, env_return=5 + 2.5 * i - (k % 3), reward_model_return=40 - 3 * i + k,
                               rooms_visited=3 + k % 4, tiles_visited=50 + 6 * i + k, milestones=MILESTONES[: k % 5])
                 for k in range(i % 10)]
     return LiveMetrics(
@@ -152,9 +152,9 @@ async def test_page_shows_live_data_and_reconnects(
     charts = await page.evaluate("window.hud.chartSeries()")
     returns = charts["chart-return"]
     assert returns["names"] == ["episode/return_env_mean", "episode/return_env_median",
-                                "episode/return_shaping_mean", "episode/return_shaping_median"]
+                                "episode/return_reward_model_mean", "episode/return_reward_model_median"]
     assert returns["points"] == 18  # every iteration that had a finished episode, against env steps
-    assert returns["scales"] == ["y", "y", "right", "right"]  # shaping on its own axis
+    assert returns["scales"] == ["y", "y", "right", "right"]  # the reward model's on its own axis
     assert returns["axes"] == ["env steps", "env return per episode", "reward-model return per episode"]
     assert charts["chart-milestones"]["names"] == [f"milestone/{m}" for m in MILESTONES] + ["milestone/score"]
     components = charts["chart-components"]

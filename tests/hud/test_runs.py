@@ -105,7 +105,7 @@ def test_a_chart_point_uses_the_names_of_the_epoch_report() -> None:
     the page draws both on the same series."""
     view = RunView("r", LIMITS, T0)
     assert view.add_metrics(live(3, 100))["metrics"] == {"throughput/env_steps_per_s": 1.0, "episode/count": 0.0}
-    finished = [EpisodeRecord(steps=300, env_return=5.0, shaping_return=-2.0, rooms_visited=3, tiles_visited=70,
+    finished = [EpisodeRecord(steps=300, env_return=5.0, reward_model_return=-2.0, rooms_visited=3, tiles_visited=70,
                               milestones=["take_key"])]
     stats = EpisodeStats.of(finished, ["take_key"])
     point = view.add_metrics(live(3, 4096, stats, reward_components={"new_room": 2.0}))

@@ -69,7 +69,7 @@ def samples(run_id: str) -> list[tuple[Topic[Event], str, Event]]:
             run_id=run_id, env_id="w1-e0", step=5, png=b"\x89PNG...", state={"room": 17, "menu": False})),
         (LIVE_METRICS, LIVE_METRICS.subject, LiveMetrics(
             run_id=run_id, epoch=3, env_steps=100, env_steps_per_s=1500.0,
-            episodes=EpisodeStats.of([EpisodeRecord(steps=100, env_return=3.0, shaping_return=0.5, rooms_visited=2,
+            episodes=EpisodeStats.of([EpisodeRecord(steps=100, env_return=3.0, reward_model_return=0.5, rooms_visited=2,
                                                     tiles_visited=9, milestones=["take_key"])], ["take_key"]),
             reward_components={"new_room": 1.0}, rooms_visited=[(0, 17)])),
         (LIVE_GUIDANCE, LIVE_GUIDANCE.subject, GuidanceSuggestion(

@@ -9,7 +9,7 @@ MILESTONES = ["take_key", "open_gate"]
 
 
 def stats(*episodes: tuple[float, list[str]], milestones: list[str] = MILESTONES) -> EpisodeStats:
-    return EpisodeStats.of([EpisodeRecord(steps=100, env_return=env_return, shaping_return=-3.0, rooms_visited=1,
+    return EpisodeStats.of([EpisodeRecord(steps=100, env_return=env_return, reward_model_return=-3.0, rooms_visited=1,
                                           tiles_visited=4, milestones=reached) for env_return, reached in episodes],
                            milestones)
 

@@ -51,9 +51,9 @@ STEPS_PER_EPOCH = 600
 
 def epoch_report(epoch: int) -> EpochReport:
     episodes = [
-        EpisodeRecord(steps=200, env_return=1.0 + epoch, shaping_return=0.25, rooms_visited=3, tiles_visited=40,
+        EpisodeRecord(steps=200, env_return=1.0 + epoch, reward_model_return=0.25, rooms_visited=3, tiles_visited=40,
                       milestones=MILESTONES[:1]),
-        EpisodeRecord(steps=300, env_return=2.0 + epoch, shaping_return=-0.5, rooms_visited=5, tiles_visited=60,
+        EpisodeRecord(steps=300, env_return=2.0 + epoch, reward_model_return=-0.5, rooms_visited=5, tiles_visited=60,
                       milestones=MILESTONES[:2]),
     ]
     return EpochReport(run_id=RUN, epoch=epoch, env_steps=STEPS_PER_EPOCH * (epoch + 1),

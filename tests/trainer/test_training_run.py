@@ -89,8 +89,8 @@ async def test_two_epochs_export_checkpoint_and_resume(
     for report in reports:
         stats = report.episodes
         assert stats.count >= 2, "each of the 2 emulators ends an episode of 200 steps in its 300"
-        assert None not in (stats.return_env_mean, stats.return_env_median, stats.return_shaping_mean,
-                            stats.return_shaping_median, stats.length_mean, stats.rooms_mean, stats.tiles_mean,
+        assert None not in (stats.return_env_mean, stats.return_env_median, stats.return_reward_model_mean,
+                            stats.return_reward_model_median, stats.length_mean, stats.rooms_mean, stats.tiles_mean,
                             stats.milestone_score)
         assert stats.length_mean == 200 and stats.rooms_mean is not None and stats.rooms_mean >= 1
         assert list(stats.milestones) == ["talk_old_man", "take_key", "open_gate", "take_sword", "solve_switch",

@@ -72,7 +72,7 @@ def test_episode_end_reports_totals_then_the_next_step_resets(vector_env: Traini
     for sub in vector_env.envs:
         [record] = sub.take_completed().episodes
         assert (record.steps, record.rooms_visited, record.milestones) == (EPISODE_STEPS, 1, [])
-        assert record.env_return == pytest.approx(sub.zelda.episode_return) and record.shaping_return == 0.0
+        assert record.env_return == pytest.approx(sub.zelda.episode_return) and record.reward_model_return == 0.0
         assert sub.take_completed().episodes == []
     # NEXT_STEP autoreset: this step's actions are ignored, each env starts a new episode.
     observations, rewards, terminated, truncated, infos = vector_env.step(np.full(3, 4))

@@ -10,11 +10,11 @@ from __future__ import annotations
 import logging
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
-from zelda_rlaif.episodes import EpisodeStats
+from zelda_rlaif.episodes import EpisodeStats, upgrade_reward_model_names
 from zelda_rlaif.storage import ObjectStore, keys
 
 log = logging.getLogger(__name__)
@@ -33,6 +33,7 @@ RANKED_BY = ("milestone/score", "episode/return_env_mean")
 
 
 class CheckpointMetadata(BaseModel):
+    schema_version: Literal[2] = Field(2, description="version 1 had no schema_version field")
     run_id: str
     epoch: int
     env_steps: int
@@ -43,6 +44,11 @@ class CheckpointMetadata(BaseModel):
     best_by: str | None = Field(None, description="best/ only: the figure (a name of RANKED_BY) on which this "
                                 "epoch beat the previous best, or the first one for the first best")
     best_value: float | None = Field(None, description="best/ only: its value")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _upgrade(cls, data: Any) -> Any:
+        return upgrade_reward_model_names(data, 1, stats=("stats",))
 
 
 def ranking(stats: EpisodeStats) -> list[tuple[str, float]]:

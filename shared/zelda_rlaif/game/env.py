@@ -82,7 +82,7 @@ class ZeldaEnv(gym.Env[Any, int]):
         self.steps_since_new_room = 0
         self._recent_actions = 0  # packed by push_action
         self.episode_return = 0.0
-        self.shaping_return = 0.0
+        self.reward_model_return = 0.0
         self.milestones_reached: set[str] = set()
         self._milestones_left: tuple[Milestone, ...] = ()
         self._milestone_bits = {m.name: 1 << bit for bit, m in enumerate(self.profile.milestones)}
@@ -155,7 +155,7 @@ class ZeldaEnv(gym.Env[Any, int]):
             guidance.end_step(action, cur, self.still_steps)
         reward = float(sum(components.values()))
         self.episode_return += reward
-        self.shaping_return += sum(components.get(name, 0.0) for name in LEARNED_COMPONENTS)
+        self.reward_model_return += sum(components.get(name, 0.0) for name in LEARNED_COMPONENTS)
         info = self._info(components)
         info["action_name"] = ACTION_NAMES[action]
         obs = self._with_pixels(self._obs) if self._pixel_observation else self._obs
@@ -196,8 +196,8 @@ class ZeldaEnv(gym.Env[Any, int]):
     def episode_record(self) -> EpisodeRecord:
         """What the episode so far achieved (call it when the episode ends)."""
         return EpisodeRecord(
-            steps=self.step_count, env_return=self.episode_return - self.shaping_return,
-            shaping_return=self.shaping_return, rooms_visited=self.coverage.rooms_visited(),
+            steps=self.step_count, env_return=self.episode_return - self.reward_model_return,
+            reward_model_return=self.reward_model_return, rooms_visited=self.coverage.rooms_visited(),
             tiles_visited=self.coverage.tiles_visited(),
             milestones=[m.name for m in self.profile.milestones if m.name in self.milestones_reached])
 
@@ -217,7 +217,7 @@ class ZeldaEnv(gym.Env[Any, int]):
         self.steps_since_new_room = 0
         self._recent_actions = 0
         self.episode_return = 0.0
-        self.shaping_return = 0.0
+        self.reward_model_return = 0.0
         self.milestones_reached = set()
         self._progress = 0  # milestones_reached as bits (StepContext.progress)
 

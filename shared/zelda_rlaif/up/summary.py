@@ -104,11 +104,12 @@ def print_summary(summary: RunSummary, console: Console) -> None:
 
 
 def agent_table(summary: RunSummary) -> Table:
-    """What the agent did, epoch by epoch: returns of the env reward and of the shaping (mean, median), episode
-    length, rooms and tiles per episode, the milestones' score and who reached them."""
+    """What the agent did, epoch by epoch: the mean and median return of the env reward, the mean return of the
+    reward model (its shaping and preference reward), episode length, rooms and tiles per episode, the
+    milestones' score and who reached them."""
     table = Table(title=f"run {summary.run_id}: {summary.env_steps} env steps, "
                         f"{len(summary.rooms_visited)} rooms visited in all")
-    for column in ("epoch", "env steps", "steps/s", "episodes", "env return (median)", "shaping return",
+    for column in ("epoch", "env steps", "steps/s", "episodes", "env return (median)", "reward model return",
                    "length", "rooms", "tiles", "milestones"):
         table.add_column(column)
     for row in summary.epochs:
@@ -124,7 +125,7 @@ def agent_table(summary: RunSummary) -> Table:
         table.add_row(
             *head,
             f"{figures.number(stats.return_env_mean)} ({figures.number(stats.return_env_median)})",
-            figures.number(stats.return_shaping_mean), figures.number(stats.length_mean, 0),
+            figures.number(stats.return_reward_model_mean), figures.number(stats.length_mean, 0),
             figures.number(stats.rooms_mean, 1), figures.number(stats.tiles_mean, 0), figures.milestones(stats))
     return table
 

@@ -16,9 +16,9 @@ const HEIGHT = 210;
 const CHARTS = [
   {
     box: "chart-return", left: "env return per episode", right: "reward-model return per episode",
-    series: ["episode/return_env_mean", "episode/return_env_median", "episode/return_shaping_mean",
-      "episode/return_shaping_median"],
-    onRight: (name) => name.startsWith("episode/return_shaping"),
+    series: ["episode/return_env_mean", "episode/return_env_median", "episode/return_reward_model_mean",
+      "episode/return_reward_model_median"],
+    onRight: (name) => name.startsWith("episode/return_reward_model"),
     empty: "no episode finished yet",
   },
   {

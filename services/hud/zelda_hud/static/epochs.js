@@ -2,8 +2,8 @@
 import { $, el, fmtInt, fmtNum, fmtPct, isNum, metricName } from "./util.js";
 
 const EPISODE_COLUMNS = ["episode/count", "episode/return_env_mean", "episode/return_env_median",
-  "episode/return_shaping_mean", "episode/return_shaping_median", "episode/length_mean", "episode/rooms_mean",
-  "episode/tiles_mean", "milestone/score"];
+  "episode/return_reward_model_mean", "episode/return_reward_model_median", "episode/length_mean",
+  "episode/rooms_mean", "episode/tiles_mean", "milestone/score"];
 
 function milestoneNames(rows) {
   const names = [];
