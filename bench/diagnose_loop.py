@@ -14,8 +14,8 @@ For each ``zelda-rlaif up`` run directory, then pooled over all of them, prints 
    (``rho_fit``) and of the *next* epoch's segments, which it never saw (``rho_next``, over ``n_next``).
 3. ``shaping scale``: per epoch the training episodes' mean env and reward model return (``EpochReport``; the
    latter is the shaping plus any preference reward), and over every step of the epoch's judged segments mean
-   |r| and std of the env reward (all but shaping) and of the shaping; ``shaping/env`` is the ratio of the stds.
-   Pooled tables average the runs epoch by epoch.
+   |r| and std of the env reward (all but shaping and preference) and of the shaping; ``shaping/env`` is the
+   ratio of the stds. Pooled tables average the runs epoch by epoch.
 4. ``top segments``: the best combined scores, with the rooms they visited and the milestones they reached.
 5. ``walkthrough objectives`` (games whose profile has a walkthrough): per next objective at a segment's first step,
    the segments that had it, the share that ended closer to it and that reached it, and their mean combined score
@@ -48,6 +48,7 @@ from zelda_rlaif.errors import ObjectNotFound, ZeldaRlaifError
 from zelda_rlaif.events import SegmentExported, SegmentScored
 from zelda_rlaif.game.emulator import Emulator
 from zelda_rlaif.game.profiles.base import GameProfile
+from zelda_rlaif.game.rewards.components import LEARNED_COMPONENTS
 from zelda_rlaif.replay.milestones import load_profile, milestone_marks
 from zelda_rlaif.replay.model import ReplayStep
 from zelda_rlaif.reward_model.potential import Potential
@@ -75,7 +76,7 @@ class Segment:
     dimensions: dict[str, float]
     milestones: list[str]  # newly reached in the segment, in quest order
     rooms: int
-    env_rewards: Floats  # per step: every reward component but shaping
+    env_rewards: Floats  # per step: every reward component but the reward model's (shaping, preference)
     shaping: Floats | None  # per step; None when no reward model shaped the segment
     held_out_phi: float | None  # mean Phi under the previous epoch's reward model, which never saw this segment
     objective: ObjectiveProgress | None = None  # the walkthrough's next objective at the first step, if any
@@ -144,11 +145,12 @@ def _segment(store: ObjectStore, run: str, row: SegmentScored, percentile: float
     reached = [m.name for m in marks if m.readable and m.first_step is not None and not m.from_start]
     shaping = np.array([r.components.get("shaping", 0.0) for r in records])
     shaped = any("shaping" in r.components for r in records)
+    learned = np.array([sum(r.components.get(name, 0.0) for name in LEARNED_COMPONENTS) for r in records])
     return Segment(
         run=run, epoch=row.epoch, segment_id=row.segment_id, combined=row.combined, percentile=percentile,
         dimensions=dict(row.dimensions),
         milestones=reached,
-        rooms=len(manifest.rooms_visited), env_rewards=np.array([r.reward for r in records]) - shaping,
+        rooms=len(manifest.rooms_visited), env_rewards=np.array([r.reward for r in records]) - learned,
         shaping=shaping if shaped else None,
         held_out_phi=previous.mean_phi([r.observation for r in records]) if previous else None,
         objective=objective_progress(profile.walkthrough, profile.milestones, records[0].state, records[-1].state,
