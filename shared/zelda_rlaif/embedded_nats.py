@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import json
 import shutil
+import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 from zelda_rlaif.errors import BusError
+from zelda_rlaif.parent_death import stop_with_parent
 
 
 def nats_server_binary() -> str:
@@ -29,8 +31,10 @@ def nats_server_binary() -> str:
 class EmbeddedNats:
     """A nats-server process with JetStream storing under ``store_dir``. Use as a context manager."""
 
-    def __init__(self, store_dir: Path, *, host: str = "127.0.0.1", port: int = -1) -> None:
+    def __init__(self, store_dir: Path, *, host: str = "127.0.0.1", port: int = -1,
+                 held_fds: tuple[int, ...] = ()) -> None:
         self.store_dir = store_dir
+        self.held_fds = held_fds  # kept open by the server while it runs (``zelda-rlaif up``'s run directory lock)
         self.host = host
         self.port = port
         self.url = ""
@@ -48,8 +52,10 @@ class EmbeddedNats:
                 [nats_server_binary(), "-js", "-a", self.host, "-p", str(self.port), "-m", "-1",
                  "-sd", str(self.store_dir / "jetstream"), "--ports_file_dir", str(self.store_dir)],
                 # Its own session: a terminal's Ctrl-C must not stop NATS under the services that still use it;
-                # its owner stops it, last.
-                stdout=log_file, stderr=subprocess.STDOUT, start_new_session=True,
+                # its owner stops it, last, or the kernel does if the owner dies first (SIGHUP would only make
+                # nats-server reload its configuration).
+                stdout=log_file, stderr=subprocess.STDOUT, start_new_session=True, pass_fds=self.held_fds,
+                preexec_fn=stop_with_parent(signal.SIGTERM),
             )
         ports_file = self.store_dir / f"nats-server_{self._process.pid}.ports"
         deadline = time.monotonic() + timeout_s

@@ -10,7 +10,9 @@ where ``main(settings, stop)`` is the service's async entry point. SIGTERM (Kube
 and SIGINT (Ctrl-C) both set ``stop``; ``main`` then finishes or hands back its in-flight work and returns
 its exit status. A second signal gives up on that: it raises ``KeyboardInterrupt``, as asyncio does on a
 second Ctrl-C, and leaves unfinished work to the next process (the bus redelivers unacknowledged messages,
-the trainer resumes from its last checkpoint).
+the trainer resumes from its last checkpoint). SIGHUP does that at once: the kernel sends it to a service whose
+``zelda-rlaif up`` died without stopping it (``parent_death.py``), and so does a closing terminal, and in both
+cases the servers that in-flight work would wait for (``up``'s NATS) may be gone with it.
 
 Only the standard library is imported here: the CLI modules import this inside ``run``, but keep it cheap.
 """
@@ -58,12 +60,18 @@ def run_service(main: ServiceMain[S], settings: S,
             log.info("%s received: stopping (a second signal interrupts the shutdown)", signum.name)
             stop.set()
 
+        def on_hangup() -> None:
+            log.warning("SIGHUP received (the process that started this one, or its terminal, is gone): stopping "
+                        "now, leaving unfinished work to the next process")
+            raise KeyboardInterrupt
+
         for signum in STOP_SIGNALS:
             loop.add_signal_handler(signum, on_signal, signum)
+        loop.add_signal_handler(signal.SIGHUP, on_hangup)
         try:
             return await main(settings, stop) or 0
         finally:
-            for signum in STOP_SIGNALS:
+            for signum in (*STOP_SIGNALS, signal.SIGHUP):
                 loop.remove_signal_handler(signum)
 
     with asyncio.Runner(loop_factory=loop_factory) as runner:

@@ -1,6 +1,7 @@
 """Stopping ``zelda-rlaif up``: Ctrl-C (SIGINT to the terminal's whole foreground process group) and SIGTERM stop
 every service in order, leave no process behind, exit 130 / 143 and say how to continue; ``--resume`` then
-continues from the checkpoint. While a run holds its directory, a second ``up`` there is refused at once."""
+continues from the checkpoint. While a run holds its directory, a second ``up`` there is refused at once. A
+``up`` killed outright takes its services with it."""
 
 from __future__ import annotations
 
@@ -127,3 +128,26 @@ def test_sigterm_stops_everything_with_143(tmp_path: Path) -> None:
     output = stop(process, children)
     assert process.returncode == 143
     assert f"zelda-rlaif up --resume --run-dir {run_dir} --epochs " in output
+
+
+def test_a_killed_up_takes_every_service_with_it_and_resume_continues(tmp_path: Path) -> None:
+    """SIGKILL (or the OOM killer) gives `up` no chance to stop anything: the kernel signals each service as `up`
+    dies, so no trainer goes on writing into the run directory beside the next `up --resume`."""
+    run_dir = tmp_path / "run"
+    first = up(run_dir, "--run-id", "killed", "--epochs", "20", "--steps-per-epoch", "512")
+    wait_for(keys.checkpoint_metadata(keys.checkpoint("killed", 0)), run_dir, first)
+
+    children = descendants(first)
+    os.kill(first.pid, signal.SIGKILL)
+    first.communicate(timeout=60)
+    _, alive = psutil.wait_procs(children, timeout=120)
+    left = [c for c in alive if running(c)]
+    assert not left, [(c.pid, c.name()) for c in left]
+
+    resumed = up(run_dir, "--resume", "--epochs", "1", "--steps-per-epoch", "512")
+    output, _ = resumed.communicate(timeout=600)
+    print(output[-2500:])
+    assert resumed.returncode == 0, output[-3000:]
+    trainer_log = (run_dir / "logs" / "trainer.log").read_text()
+    assert "SIGHUP received" in trainer_log  # how the first trainer stopped
+    assert "resumed run killed from epoch " in trainer_log

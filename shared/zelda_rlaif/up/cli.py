@@ -122,7 +122,7 @@ def run(args: argparse.Namespace) -> int:
             raise SettingsError(str(exc)) from None
     else:
         run_id = args.run_id or f"run-{uuid.uuid4().hex[:8]}"
-    with RunDirLock(run_dir):
+    with RunDirLock(run_dir) as lock:
         if not args.resume:
             # Runs share the directory's store (every key starts with the run id); the run file names the latest,
             # which is the one --resume continues.
@@ -137,6 +137,6 @@ def run(args: argparse.Namespace) -> int:
             llm_url=args.llm_url, llm_model=args.llm_model, nats_url=args.nats_url, store_url=args.store_url,
             hud_port=args.hud_port or free_port(), resume=args.resume, finish_timeout_s=args.finish_timeout,
             tensorboard_dir=(args.tensorboard_dir or run_dir / "tensorboard").resolve(), mlflow_uri=args.mlflow_uri,
-            resume_flags=shaping_flags(args),
+            resume_flags=shaping_flags(args), held_fds=(lock.held_fd,),
         )
         return run_up(options)

@@ -3,7 +3,9 @@
 The lock is an ``flock`` on ``up.lock`` in the run directory, so the kernel releases it when its holder exits,
 however it exits: a lock file left by a dead process never blocks. The file records who holds it, for the
 message a second ``up`` prints; it stays in place when released (removing it would let two processes lock
-two different files of the same name).
+two different files of the same name). ``up`` hands the locked descriptor to every process it starts
+(``held_fd``), so the lock outlasts an ``up`` that was killed until the last of its services has stopped too:
+until then they may still write to the run directory.
 """
 
 from __future__ import annotations
@@ -46,6 +48,13 @@ class RunDirLock:
         self._fd = fd
         return self
 
+    @property
+    def held_fd(self) -> int:
+        """The locked descriptor, for child processes to keep open (``subprocess.Popen(pass_fds=...)``)."""
+        if self._fd is None:
+            raise RuntimeError("the run directory lock is not held")
+        return self._fd
+
     def release(self) -> None:
         if self._fd is not None:
             os.close(self._fd)  # closing the only descriptor releases the flock
@@ -63,6 +72,21 @@ def holder(path: Path) -> str:
     """Who holds the lock, as its file records it (it may not have written the record yet)."""
     try:
         found = json.loads(path.read_text())
-        return f"zelda-rlaif up (pid {int(found['pid'])} on {found['host']}, started {found['started']})"
+        pid, host = int(found["pid"]), str(found["host"])
+        who = f"zelda-rlaif up (pid {pid} on {host}, started {found['started']})"
     except (OSError, ValueError, KeyError, TypeError):
         return "another zelda-rlaif up (it has not recorded its pid yet)"
+    if host == socket.gethostname() and not _alive(pid):
+        return (f"the services of {who}, which has exited: they are stopping (wait a few seconds), or find them "
+                f"with `ps` and stop them")
+    return who
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process
+        return True
+    return True

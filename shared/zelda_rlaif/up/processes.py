@@ -1,7 +1,9 @@
 """Child processes of ``zelda-rlaif up``: each service runs as its own ``zelda-rlaif`` process.
 
 Each child gets its own process group (so a terminal's Ctrl-C reaches only the supervisor, which then stops
-the children in a chosen order) and its own log file under the run directory.
+the children in a chosen order) and its own log file under the run directory. Should the supervisor die without
+stopping them (SIGKILL, the OOM killer), each child gets SIGHUP from the kernel, which every service takes as
+"stop now" (``service.py``), and until the last has exited they keep the run directory's lock held.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from zelda_rlaif.parent_death import stop_with_parent
+
 
 @dataclass
 class ServiceProcess:
@@ -24,6 +28,8 @@ class ServiceProcess:
     env: dict[str, str]
     log_path: Path
     stop_signal: int = signal.SIGTERM
+    # Descriptors the service keeps open without using them: the run directory's lock (``up/lock.py``).
+    held_fds: tuple[int, ...] = ()
     process: subprocess.Popen[bytes] | None = field(default=None, repr=False)
 
     def start(self) -> None:
@@ -32,6 +38,7 @@ class ServiceProcess:
             self.process = subprocess.Popen(
                 [sys.executable, "-m", "zelda_rlaif.cli", *self.args],
                 env={**os.environ, **self.env}, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+                pass_fds=self.held_fds, preexec_fn=stop_with_parent(signal.SIGHUP),
             )
 
     @property

@@ -56,6 +56,8 @@ class UpOptions:
     mlflow_uri: str | None = None
     # The flags that shaped the run, which the command to continue it repeats (see stopping.resume_command).
     resume_flags: tuple[str, ...] = ()
+    # Kept open by every process `up` starts: the run directory's lock (``lock.py``), held until the last exits.
+    held_fds: tuple[int, ...] = ()
 
 
 class ServiceFailed(ZeldaRlaifError):
@@ -99,6 +101,8 @@ def service_processes(options: UpOptions, nats_url: str, store_url: str) -> list
                        {**common, "ZELDA_TRAINER_FINAL_SCORES_WAIT_S": str(options.finish_timeout_s)},
                        logs / "trainer.log", stop_signal=signal.SIGINT),
     ]
+    for process in processes:
+        process.held_fds = options.held_fds
     return processes
 
 
@@ -246,7 +250,7 @@ def _run_up(options: UpOptions, request: StopRequest, console: Console) -> int:
     try:
         nats_url = options.nats_url
         if nats_url is None:
-            embedded = EmbeddedNats(options.run_dir / "nats")
+            embedded = EmbeddedNats(options.run_dir / "nats", held_fds=options.held_fds)
             nats_url = embedded.start()
         console.print(f"run [bold]{options.run_id}[/] in {options.run_dir}")
         console.print(f"HUD: [bold]http://127.0.0.1:{options.hud_port}/[/]   NATS: {nats_url}   store: {store.url}")
