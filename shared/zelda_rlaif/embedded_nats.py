@@ -32,9 +32,12 @@ class EmbeddedNats:
     """A nats-server process with JetStream storing under ``store_dir``. Use as a context manager."""
 
     def __init__(self, store_dir: Path, *, host: str = "127.0.0.1", port: int = -1,
-                 held_fds: tuple[int, ...] = ()) -> None:
+                 held_fds: tuple[int, ...] = (), stop_with_owner: bool = False) -> None:
         self.store_dir = store_dir
         self.held_fds = held_fds  # kept open by the server while it runs (``zelda-rlaif up``'s run directory lock)
+        # SIGTERM from the kernel when the thread that starts the server dies (``parent_death.py``): for an owner
+        # that starts it from a thread living as long as the process (``up``), not from a short-lived one.
+        self.stop_with_owner = stop_with_owner
         self.host = host
         self.port = port
         self.url = ""
@@ -52,10 +55,10 @@ class EmbeddedNats:
                 [nats_server_binary(), "-js", "-a", self.host, "-p", str(self.port), "-m", "-1",
                  "-sd", str(self.store_dir / "jetstream"), "--ports_file_dir", str(self.store_dir)],
                 # Its own session: a terminal's Ctrl-C must not stop NATS under the services that still use it;
-                # its owner stops it, last, or the kernel does if the owner dies first (SIGHUP would only make
-                # nats-server reload its configuration).
+                # its owner stops it, last, or the kernel does if the owner dies first (SIGTERM: SIGHUP would only
+                # make nats-server reload its configuration).
                 stdout=log_file, stderr=subprocess.STDOUT, start_new_session=True, pass_fds=self.held_fds,
-                preexec_fn=stop_with_parent(signal.SIGTERM),
+                preexec_fn=stop_with_parent(signal.SIGTERM) if self.stop_with_owner else None,
             )
         ports_file = self.store_dir / f"nats-server_{self._process.pid}.ports"
         deadline = time.monotonic() + timeout_s

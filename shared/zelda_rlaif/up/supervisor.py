@@ -250,7 +250,7 @@ def _run_up(options: UpOptions, request: StopRequest, console: Console) -> int:
     try:
         nats_url = options.nats_url
         if nats_url is None:
-            embedded = EmbeddedNats(options.run_dir / "nats", held_fds=options.held_fds)
+            embedded = EmbeddedNats(options.run_dir / "nats", held_fds=options.held_fds, stop_with_owner=True)
             nats_url = embedded.start()
         console.print(f"run [bold]{options.run_id}[/] in {options.run_dir}")
         console.print(f"HUD: [bold]http://127.0.0.1:{options.hud_port}/[/]   NATS: {nats_url}   store: {store.url}")
