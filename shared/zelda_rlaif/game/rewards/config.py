@@ -71,12 +71,14 @@ class RewardConfig(BaseModel):
         "which policy is best; 0 turns it off")
     preference_count_power: float = Field(
         1.0, ge=0.0, description="divide the preference reward by n ** this, n the steps spent this episode on "
-        "the player's 16-px tile at the current quest progress (this one included), as Motif divides by an "
-        "episodic count: at 1 walking through a tile pays about twice its Phi and standing on it log(n) times; "
-        "0 pays every step alike")
+        "the player's coverage tile (the profile's tile_px, 16 px) at the current quest progress (this one "
+        "included), as Motif divides by an episodic count: at 1 walking through a tile pays about twice its Phi "
+        "and standing on it log(n) times; 0 pays every step alike")
     # Phi is centred on the model's training states, so about half of them have Phi < 0. Divided by the count, a
     # negative Phi costs little to stand on and its full value on every new tile: it pays freezing wherever the
-    # judges rank the place below average. Motif pays its reward only above a threshold for this reason.
+    # judges rank the place below average. Motif pays its reward only above a threshold for this reason. Here a
+    # threshold of 0 did worse than none (docs/results.md, section 18: the gate in 41% against 68% over five seeds),
+    # so it is unset by default.
     preference_threshold: float | None = Field(
         None, description="pay the preference reward only where Phi(s) >= this (0: only above the model's "
         "average state); unset pays every Phi, negative ones included")
