@@ -17,7 +17,7 @@ from zelda_rlaif.settings import StoreSettings
 from zelda_rlaif.storage import ObjectStore, keys, open_store
 from zelda_trainer.algorithm import build_config
 from zelda_trainer.self_imitation import BestSegments, ImitationData
-from zelda_trainer.self_imitation.best_segments import discounted_returns
+from zelda_trainer.self_imitation.best_segments import discounted_returns, imitated_steps
 from zelda_trainer.settings import PPOSettings, SelfImitationSettings, TrainerSettings
 
 RUN = "sil-test"
@@ -30,10 +30,17 @@ def store(tmp_path: Path) -> ObjectStore:
     return open_store(StoreSettings(url=f"file://{tmp_path}/store"))
 
 
+def walking(steps: int) -> list[GameState]:
+    """A player who moves one pixel east on every step."""
+    return [STATE.model_copy(update={"x": STATE.x + i}) for i in range(steps)]
+
+
 def put_segment(store: ObjectStore, epoch: int, segment_id: str, action: int, rewards: list[float],
                 states: list[GameState] | None = None) -> None:
+    """A state log whose every record's observation is 100 * action + its step, so tests can tell them apart."""
+    states = states or walking(len(rewards))
     records = [StepRecord(step=i, action=action, action_name="A", reward=r, components={"new_room": r},
-                          state=states[i] if states else STATE, observation=[float(action)] * OBSERVATION_SIZE)
+                          state=states[i], observation=[100.0 * action + i] * OBSERVATION_SIZE)
                for i, r in enumerate(rewards)]
     store.put_bytes(keys.segment_states(RUN, epoch, segment_id),
                     "".join(record.model_dump_json() + "\n" for record in records).encode(), "application/x-ndjson")
@@ -47,9 +54,9 @@ def put_scores(store: ObjectStore, epoch: int, combined: dict[str, float]) -> No
 
 
 def test_the_best_judged_segments_of_every_epoch_so_far_are_kept_with_their_steps(store: ObjectStore) -> None:
-    put_segment(store, 0, "a", action=1, rewards=[0.0, 1.0])
+    put_segment(store, 0, "a", action=1, rewards=[0.0, 1.0, 0.0])
     put_segment(store, 0, "b", action=2, rewards=[0.0, 0.0, 0.0])
-    put_segment(store, 1, "c", action=3, rewards=[1.0])
+    put_segment(store, 1, "c", action=3, rewards=[1.0, 1.0])
     put_scores(store, 0, {"a": 0.9, "b": 0.2, "missing": 0.95})  # "missing" has no state log: the next best counts
     best = BestSegments(store, RUN, top_k=2, gamma=0.5)
 
@@ -61,8 +68,10 @@ def test_the_best_judged_segments_of_every_epoch_so_far_are_kept_with_their_step
     assert best.add_epochs([0, 1])
     data = best.data()
     assert data.segment_ids == ("a", "c") and data.combined == (0.9, 0.5)
+    # Each action on the observation it was chosen on, the record before it; a segment's first action has none.
     assert data.observations.shape == (3, OBSERVATION_SIZE) and data.actions.tolist() == [1, 1, 3]
-    assert data.returns.tolist() == [0.5, 1.0, 1.0]  # returns to each segment's end, discounted by 0.5
+    assert data.observations[:, 0].tolist() == [100.0, 101.0, 300.0]
+    assert data.returns.tolist() == [1.0, 0.0, 1.0]  # returns to each segment's end, discounted by 0.5
     assert not best.add_epochs([1])  # nothing new: the learner keeps what it has
 
 
@@ -85,6 +94,16 @@ def test_the_best_segments_reaching_each_milestone_are_kept_beside_the_top_k(sto
     without = BestSegments(store, RUN, top_k=1, gamma=0.5, milestones=get_profile("testworld").milestones)
     without.add_epochs([0])
     assert without.data().segment_ids == ("best",)
+
+
+def test_only_actions_that_changed_the_game_state_are_imitated() -> None:
+    """Pushing against a wall leaves the state as it was: imitating it taught a policy to keep pushing."""
+    east, turned = STATE.model_copy(update={"x": STATE.x + 1}), STATE.model_copy(update={"x": STATE.x + 1,
+                                                                                          "direction": 1})
+    states = [STATE, east, east, turned, turned, turned.model_copy(update={"health": 11})]
+    records = [StepRecord(step=i, action=0, action_name="up", reward=0.0, components={}, state=state,
+                          observation=[0.0] * OBSERVATION_SIZE) for i, state in enumerate(states)]
+    assert imitated_steps(records) == [1, 3, 5]  # walked, turned, was hit; not the first, nor the two in place
 
 
 def test_returns_are_discounted_to_the_segment_end() -> None:
