@@ -42,18 +42,14 @@ class World:
     def true_reward(latent: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
         return latent[..., 0] + 0.5 * np.sin(2.0 * latent[..., 1]) - 0.3 * latent[..., 2] ** 2
 
-    def segments(self, count: int, steps: int, seed: int, *, informative: bool = True,
-                 scored_on_last: int | None = None) -> Segments:
-        """``count`` segments of ``steps`` states; with ``informative=False`` the scores are shuffled noise, and
-        with ``scored_on_last`` they rank only the last that-many states, as the judges' progress ranks where a
-        segment ends."""
+    def segments(self, count: int, steps: int, seed: int, *, informative: bool = True) -> Segments:
+        """``count`` segments of ``steps`` states; with ``informative=False`` the scores are shuffled noise."""
         rng = np.random.default_rng(seed)
         start = rng.standard_normal((count, 1, LATENT))
         latent = start + 0.15 * np.cumsum(rng.standard_normal((count, steps, LATENT)), axis=1)
         noise = 0.05 * rng.standard_normal((count, steps, OBSERVATION_SIZE))
         observations = (np.tanh(latent @ self.embedding) + noise).astype(np.float32)
-        scored = latent if scored_on_last is None else latent[:, -scored_on_last:]
-        combined = 1.0 / (1.0 + np.exp(-self.true_reward(scored).mean(axis=1)))
+        combined = 1.0 / (1.0 + np.exp(-self.true_reward(latent).mean(axis=1)))
         if not informative:
             combined = rng.permutation(combined)
         return Segments(observations, combined)

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from tests.reward_model.synthetic import Segments, World
-from zelda_reward_model.bradley_terry import TrainingConfig, end_windows, pair_metrics, train_bradley_terry
+from zelda_reward_model.bradley_terry import TrainingConfig, pair_metrics, train_bradley_terry
 from zelda_reward_model.preferences import PreferenceSplit, build_preferences
 from zelda_rlaif.reward_model.model_file import RewardModelFile
 from zelda_rlaif.reward_model.potential import Potential
@@ -51,28 +51,6 @@ def test_exact_segment_means_also_learn(segments: Segments) -> None:
                                   TrainingConfig(batch_size=512, passes=3, min_steps=0, states_per_segment=0))
     accuracy = trained.curve[-1].validation.accuracy
     assert accuracy is not None and accuracy >= 0.85
-
-
-def test_segments_judged_by_where_they_end_are_learned_from_their_last_states() -> None:
-    ending = World(seed=0).segments(160, 100, seed=1, scored_on_last=5)
-    split = split_of(ending)
-    observations, offsets, lengths = ending.flat()
-
-    def held_out_accuracy(end_states: int) -> float:
-        config = TrainingConfig(batch_size=256, end_states=end_states)
-        accuracy = train_bradley_terry(observations, offsets, lengths, split, config).curve[-1].validation.accuracy
-        assert accuracy is not None
-        return accuracy
-
-    from_ends, from_all = held_out_accuracy(5), held_out_accuracy(0)
-    assert from_ends >= 0.9 and from_ends - from_all >= 0.1  # measured: 0.96 against 0.78
-
-
-def test_end_windows_keep_the_last_states_of_each_segment() -> None:
-    observations = np.arange(7, dtype=np.float32)[:, None].repeat(2, axis=1)
-    kept, offsets, lengths = end_windows(observations, np.array([0, 2]), np.array([2, 5]), 3)
-    assert kept[:, 0].tolist() == [0, 1, 4, 5, 6]  # all of the short one, the last three of the other
-    assert offsets.tolist() == [0, 2] and lengths.tolist() == [2, 3]
 
 
 def test_same_seed_same_model(segments: Segments) -> None:

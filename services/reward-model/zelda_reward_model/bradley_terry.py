@@ -40,7 +40,6 @@ class TrainingConfig:
     learning_rate: float = 1e-3
     weight_decay: float = 1e-4
     states_per_segment: int = 16
-    end_states: int = 0  # R over each segment's last this-many states only (0: all)
     seed: int = 0
     device: str = "cpu"
 
@@ -171,16 +170,6 @@ class _Trainer:
                          pair_metrics(rewards, split.validation))
 
 
-def end_windows(observations: npt.NDArray[np.float32], offsets: npt.NDArray[np.int64], lengths: npt.NDArray[np.int64],
-                states: int) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int64], npt.NDArray[np.int64]]:
-    """The last ``states`` states of every segment (all of a shorter one), concatenated, with their offsets and
-    lengths."""
-    kept = np.minimum(lengths, states)
-    windows = [observations[o + n - k:o + n] for o, n, k in zip(offsets, lengths, kept, strict=True)]
-    new_offsets = np.concatenate(([0], np.cumsum(kept)[:-1])).astype(np.int64) if len(kept) else kept.copy()
-    return np.concatenate(windows) if windows else observations[:0], new_offsets, kept.astype(np.int64)
-
-
 def train_bradley_terry(
     observations: npt.NDArray[np.float32],
     offsets: npt.NDArray[np.int64],
@@ -188,13 +177,10 @@ def train_bradley_terry(
     split: PreferenceSplit,
     config: TrainingConfig,
 ) -> TrainedModel:
-    """Train r(s) on ``split.train``; ``observations`` are raw, segment i is ``offsets[i]:+lengths[i]``, of which
-    only the last ``config.end_states`` count when that is set."""
+    """Train r(s) on ``split.train``; ``observations`` are raw, segment i is ``offsets[i]:+lengths[i]``."""
     if len(split.train) == 0:
         raise ValueError("no training pairs")
     started = time.perf_counter()
-    if config.end_states > 0:
-        observations, offsets, lengths = end_windows(observations, offsets, lengths, config.end_states)
     training_states = np.concatenate(
         [observations[o:o + n] for o, n, held in zip(offsets, lengths, split.held_out, strict=True) if not held]
     )

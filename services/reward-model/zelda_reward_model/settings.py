@@ -42,13 +42,6 @@ class RewardModelSettings(BaseSettings):
     states_per_segment: int = Field(
         16, ge=0, description="states sampled per segment and step to estimate its mean reward (0: all states)"
     )
-    # The judges' progress is where a segment ends on the walkthrough, but R is a mean over its states, so a segment
-    # that walks from the way on into a dead end credits the dead end with the way's score: after the gate every
-    # seed's Phi ranked the south-east dead end above the way to the sword (docs/results.md, section 20).
-    end_states: int = Field(
-        0, ge=0, description="fit R on each segment's last this-many states only, where the judges read its "
-        "progress (0: all its states)"
-    )
     max_pairs: int = Field(200_000, ge=1, description="training pairs kept at most (a seeded sample beyond)")
     validation_fraction: float = Field(
         0.2, gt=0.0, lt=1.0, description="share of segments held out; pairs of two held-out segments validate"

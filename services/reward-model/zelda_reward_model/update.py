@@ -36,7 +36,6 @@ def training_config(settings: RewardModelSettings) -> TrainingConfig:
         learning_rate=settings.learning_rate,
         weight_decay=settings.weight_decay,
         states_per_segment=settings.states_per_segment,
-        end_states=settings.end_states,
         seed=settings.seed,
         device=settings.device,
     )
