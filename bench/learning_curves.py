@@ -69,6 +69,7 @@ def plot(rows: list[dict[str, Any]], path: Path, title: str) -> None:
         raise RuntimeError("matplotlib is not installed: pip install -e '.[bench]'") from exc
     matplotlib.use("Agg")  # files only: no display on the machines that run the bench
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import EngFormatter
 
     figures = [*rows[0]["milestones"], ROOMS]
     columns = 4
@@ -79,6 +80,7 @@ def plot(rows: list[dict[str, Any]], path: Path, title: str) -> None:
     for ax, figure in zip(cells, figures, strict=False):
         ax.set_title("rooms per episode" if figure == ROOMS else figure)
         ax.set_xlabel("env steps")
+        ax.xaxis.set_major_formatter(EngFormatter(sep=""))  # 400k: plain integers ran into each other
         ax.set_ylabel("rooms" if figure == ROOMS else "fraction of episodes")
         if figure != ROOMS:
             ax.set_ylim(-0.03, 1.03)
