@@ -78,8 +78,8 @@ def imitated_steps(records: Sequence[StepRecord]) -> list[int]:
     so record i's action was chosen on record i - 1's observation; the first record's was chosen on an observation
     the segment does not hold. Imitating record i's action on its own observation taught the action of the step
     before. Steps whose action left the game state as it was (pushing against a wall, a swing at nothing) are left
-    out: in the kept segments of one run 18%-62% of the steps were such, and that run's policy came to push against
-    the wall where its best segments had pushed on their way to the gate (docs/results.md, section 20)."""
+    out: in the kept segments of one run the player stood still in 18%-62% of the steps, and that run's policy came to
+    push against the wall where its best segments had pushed on their way to the gate (docs/results.md, section 20)."""
     return [i for i in range(1, len(records)) if records[i].state != records[i - 1].state]
 
 
