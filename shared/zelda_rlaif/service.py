@@ -12,7 +12,9 @@ its exit status. A second signal gives up on that: it raises ``KeyboardInterrupt
 second Ctrl-C, and leaves unfinished work to the next process (the bus redelivers unacknowledged messages,
 the trainer resumes from its last checkpoint). SIGHUP does that at once: the kernel sends it to a service whose
 ``zelda-rlaif up`` died without stopping it (``parent_death.py``), and so does a closing terminal, and in both
-cases the servers that in-flight work would wait for (``up``'s NATS) may be gone with it.
+cases the servers that in-flight work would wait for (``up``'s NATS) may be gone with it. Cancelled tasks can
+still wait for them (a reward-model service whose NATS had gone was seen still running 10 minutes after its
+SIGHUP), so the process exits ``HANGUP_GRACE_S`` after a SIGHUP whatever is still running.
 
 Only the standard library is imported here: the CLI modules import this inside ``run``, but keep it cheap.
 """
@@ -22,13 +24,17 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import os
 import signal
+import threading
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 log = logging.getLogger(__name__)
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+# After a SIGHUP the process exits within this many seconds, finished or not.
+HANGUP_GRACE_S = 10.0
 
 S = TypeVar("S")
 # A service's entry point: runs until done or until ``stop`` is set; returns the exit status (None: 0).
@@ -63,6 +69,7 @@ def run_service(main: ServiceMain[S], settings: S,
         def on_hangup() -> None:
             log.warning("SIGHUP received (the process that started this one, or its terminal, is gone): stopping "
                         "now, leaving unfinished work to the next process")
+            threading.Thread(target=_exit_after_grace, name="hangup-grace", daemon=True).start()
             raise KeyboardInterrupt
 
         for signum in STOP_SIGNALS:
@@ -76,3 +83,12 @@ def run_service(main: ServiceMain[S], settings: S,
 
     with asyncio.Runner(loop_factory=loop_factory) as runner:
         return runner.run(until_stopped())
+
+
+def _exit_after_grace() -> None:
+    """Exit the process ``HANGUP_GRACE_S`` after a SIGHUP unless it has exited by then (a daemon thread dies
+    with it)."""
+    threading.Event().wait(HANGUP_GRACE_S)
+    log.error("still running %g s after SIGHUP: exiting without waiting for the rest", HANGUP_GRACE_S)
+    logging.shutdown()
+    os._exit(128 + signal.SIGHUP)
