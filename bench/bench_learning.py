@@ -167,7 +167,8 @@ def train(arm: Arm, seed: int, args: argparse.Namespace, base_env: dict[str, str
     run_dir = args.out / arm.name / f"seed{seed}"
     env = {**base_env, **arm.env, "ZELDA_TRAINER_SEED": str(seed)}
     wall = zelda(["up", "--run-dir", str(run_dir), "--run-id", f"{arm.name}-seed{seed}", "--epochs", str(args.epochs),
-                  "--steps-per-epoch", str(args.steps_per_epoch), "--finish-timeout", str(args.finish_timeout)],
+                  "--steps-per-epoch", str(args.steps_per_epoch), "--shaping-mode", args.shaping_mode,
+                  "--finish-timeout", str(args.finish_timeout)],
                  env, run_dir / "up.log")
     return run_dir, wall
 
@@ -291,6 +292,9 @@ def main() -> None:
                         help="the checkpoints each run is evaluated at, each with its own rows: best (kept apart by "
                         "the trainer on its training episodes' milestone score, then env return) and/or latest "
                         "(default: best)")
+    parser.add_argument("--shaping-mode", choices=["pipelined", "sync"], default="pipelined",
+                        help="`up --shaping-mode` of every training run: sync makes two runs of one seed the same, so "
+                        "arms compare seed by seed (docs/results.md, section 21); default: pipelined, up's own")
     parser.add_argument("--finish-timeout", type=float, default=120,
                         help="seconds `up` waits after training for the last scores and reward model")
     parser.add_argument("--plot", type=Path, default=None,
@@ -324,7 +328,8 @@ def main() -> None:
         raise SystemExit(f"{', '.join(map(str, taken))} already holds runs: remove it or pass another --out")
 
     args.eval_epoch = list(dict.fromkeys(args.eval_epoch))  # each checkpoint once, in the order given
-    budget = (f"{args.epochs} epochs x {args.steps_per_epoch} env steps, training seeds {args.seeds}, "
+    budget = (f"{args.epochs} epochs x {args.steps_per_epoch} env steps"
+              + (", sync shaping" if args.shaping_mode == "sync" else "") + f", training seeds {args.seeds}, "
               f"{args.eval_episodes} eval episodes (eval seed {args.eval_seed}, sampled actions, "
               f"{' and '.join(args.eval_epoch)} checkpoint)"
               + (f", self-imitation weight {args.sil_weight}" if imitating else "")

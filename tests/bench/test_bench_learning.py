@@ -23,13 +23,14 @@ def test_quick_bench_evaluates_every_arm_on_the_same_episodes(tmp_path: Path) ->
     # judged_starts is left out: in one epoch it is self_imitation (its states come from judged epochs).
     arms = ["full", "no_shaping", "self_imitation", "random"]
     result = subprocess.run([sys.executable, str(SCRIPT), "--quick", "--out", str(out), "--arms", *arms,
-                             "--eval-epoch", "best", "latest"],
+                             "--eval-epoch", "best", "latest", "--shaping-mode", "sync"],
                             capture_output=True, text=True, timeout=600, check=False)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
 
     # A row per trained arm and checkpoint, then the random policy's.
     results = json.loads((out / "results.json").read_text())
     assert results["complete"]  # written after every seed, marked complete once the last arm is in
+    assert results["budget"].startswith("1 epochs x 2048 env steps, sync shaping, training seeds [0]")
     rows = results["arms"]
     assert [(row["arm"], row["checkpoint"]) for row in rows] == \
         [(arm, checkpoint) for arm in arms[:-1] for checkpoint in ("best", "latest")] + [("random", None)]

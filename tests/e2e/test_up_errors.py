@@ -49,6 +49,17 @@ def test_bad_input_is_one_sentence_and_starts_nothing(
     assert not run_dir.exists()  # no run file, lock, log or store: nothing was started
 
 
+def test_a_trainer_variable_that_a_flag_of_up_would_override_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ZELDA_TRAINER_SHAPING_MODE", "sync")
+    run_dir = tmp_path / "run"
+    assert main(["up", "--run-dir", str(run_dir)]) == 2
+    err = capsys.readouterr().err
+    assert "ZELDA_TRAINER_SHAPING_MODE is set" in err and "give --shaping-mode instead" in err
+    assert not run_dir.exists()
+
+
 def test_a_busy_hud_port_is_refused_before_anything_starts(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     run_dir = tmp_path / "run"
     with socket.socket() as taken:

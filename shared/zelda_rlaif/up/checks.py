@@ -4,8 +4,10 @@ the flag, and leaves no run file, lock or process behind."""
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import socket
+from collections.abc import Mapping
 
 from zelda_rlaif.errors import SettingsError
 
@@ -29,9 +31,21 @@ def check_flags(args: argparse.Namespace) -> None:
         raise SettingsError(f"--export-fraction must be above 0 and at most 1 (got {args.export_fraction})")
     if args.finish_timeout <= 0:
         raise SettingsError(f"--finish-timeout must be above 0 seconds (got {args.finish_timeout})")
+    check_no_overridden_variables()
     check_trainer_flags(args)
     if args.hud_port:
         check_port_free("--hud-port", args.hud_port)
+
+
+def check_no_overridden_variables(environ: Mapping[str, str] = os.environ) -> None:
+    """``up`` passes the trainer each of ``TRAINER_FLAGS`` (the flag's value or ``up``'s default), which would
+    override the same setting given as a variable without a word: ``ZELDA_TRAINER_SHAPING_MODE=sync`` ran
+    pipelined (docs/results.md, section 21). Refuse the variable, naming the flag to give instead."""
+    for name, flag in TRAINER_FLAGS.items():
+        variable = f"ZELDA_TRAINER_{name.upper()}"
+        if variable in environ:
+            raise SettingsError(f"{variable} is set, but `up` sets that for the trainer with {flag}, its value or "
+                                f"default, which would override it: unset {variable} and give {flag} instead")
 
 
 def check_trainer_flags(args: argparse.Namespace) -> None:
