@@ -3,6 +3,7 @@ directory, run file, lock or process is left behind. A run directory another ``u
 
 from __future__ import annotations
 
+import argparse
 import os
 import socket
 import subprocess
@@ -12,7 +13,9 @@ from pathlib import Path
 import pytest
 
 from zelda_rlaif.cli import main
+from zelda_rlaif.errors import SettingsError
 from zelda_rlaif.game.emulator import BUNDLED_ROM
+from zelda_rlaif.up.checks import check_no_overridden_variables
 from zelda_rlaif.up.lock import LOCK_FILE, RunDirBusy, RunDirLock
 
 
@@ -58,6 +61,17 @@ def test_a_trainer_variable_that_a_flag_of_up_would_override_is_refused(
     err = capsys.readouterr().err
     assert "ZELDA_TRAINER_SHAPING_MODE is set" in err and "give --shaping-mode instead" in err
     assert not run_dir.exists()
+
+
+def test_a_trainer_variable_reaches_the_trainer_where_up_passes_no_flag_for_it() -> None:
+    """ROM, state and MLflow URI go to the trainer only when their flag is given; otherwise its variable counts."""
+    environ = {"ZELDA_TRAINER_MLFLOW_URI": "http://mlflow.example:5000"}
+    given = {"rom": None, "state": None, "mlflow_uri": None}
+    check_no_overridden_variables(argparse.Namespace(**given), environ)  # nothing overrides it: allowed
+    with pytest.raises(SettingsError, match=r"ZELDA_TRAINER_MLFLOW_URI is set.*give --mlflow-uri instead"):
+        check_no_overridden_variables(argparse.Namespace(**{**given, "mlflow_uri": "sqlite:////tmp/m.db"}), environ)
+    with pytest.raises(SettingsError, match=r"ZELDA_TRAINER_RUN_ID is set.*give --run-id instead"):
+        check_no_overridden_variables(argparse.Namespace(**given), {"ZELDA_TRAINER_RUN_ID": "mine"})
 
 
 def test_a_busy_hud_port_is_refused_before_anything_starts(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -15,7 +15,12 @@ from zelda_rlaif.errors import SettingsError
 # but here the user typed the flag.
 TRAINER_FLAGS = {"epochs": "--epochs", "steps_per_epoch": "--steps-per-epoch", "num_env_runners": "--env-runners",
                  "export_fraction": "--export-fraction", "shaping_mode": "--shaping-mode", "rom": "--rom",
-                 "state": "--state", "mlflow_uri": "--mlflow-uri"}
+                 "state": "--state", "mlflow_uri": "--mlflow-uri", "run_id": "--run-id",
+                 "tensorboard_dir": "--tensorboard-dir"}
+# Of those, the ones ``up`` hands the trainer on every run (the flag's value or ``up``'s default); the others (ROM,
+# state, MLflow URI) only when their flag is given, and otherwise the trainer reads its variable.
+ALWAYS_PASSED = frozenset({"epochs", "steps_per_epoch", "num_env_runners", "export_fraction", "shaping_mode", "run_id",
+                           "tensorboard_dir"})
 
 
 def check_flags(args: argparse.Namespace) -> None:
@@ -31,19 +36,19 @@ def check_flags(args: argparse.Namespace) -> None:
         raise SettingsError(f"--export-fraction must be above 0 and at most 1 (got {args.export_fraction})")
     if args.finish_timeout <= 0:
         raise SettingsError(f"--finish-timeout must be above 0 seconds (got {args.finish_timeout})")
-    check_no_overridden_variables()
+    check_no_overridden_variables(args)
     check_trainer_flags(args)
     if args.hud_port:
         check_port_free("--hud-port", args.hud_port)
 
 
-def check_no_overridden_variables(environ: Mapping[str, str] = os.environ) -> None:
-    """``up`` passes the trainer each of ``TRAINER_FLAGS`` (the flag's value or ``up``'s default), which would
-    override the same setting given as a variable without a word: ``ZELDA_TRAINER_SHAPING_MODE=sync`` ran
-    pipelined (docs/results.md, section 21). Refuse the variable, naming the flag to give instead."""
+def check_no_overridden_variables(args: argparse.Namespace, environ: Mapping[str, str] = os.environ) -> None:
+    """A setting ``up`` passes the trainer as a flag overrides the same setting given as a variable without a word:
+    ``ZELDA_TRAINER_SHAPING_MODE=sync`` ran pipelined (docs/results.md, section 21). Refuse the variable, naming
+    the flag to give instead."""
     for name, flag in TRAINER_FLAGS.items():
         variable = f"ZELDA_TRAINER_{name.upper()}"
-        if variable in environ:
+        if variable in environ and (name in ALWAYS_PASSED or getattr(args, name) is not None):
             raise SettingsError(f"{variable} is set, but `up` sets that for the trainer with {flag}, its value or "
                                 f"default, which would override it: unset {variable} and give {flag} instead")
 
