@@ -69,7 +69,9 @@ def run_service(main: ServiceMain[S], settings: S,
         def on_hangup() -> None:
             log.warning("SIGHUP received (the process that started this one, or its terminal, is gone): stopping "
                         "now, leaving unfinished work to the next process")
-            threading.Thread(target=_exit_after_grace, name="hangup-grace", daemon=True).start()
+            exit_after_grace = threading.Timer(HANGUP_GRACE_S, _exit_now)
+            exit_after_grace.daemon = True  # a process that stops in time exits without waiting for it
+            exit_after_grace.start()
             raise KeyboardInterrupt
 
         for signum in STOP_SIGNALS:
@@ -85,10 +87,8 @@ def run_service(main: ServiceMain[S], settings: S,
         return runner.run(until_stopped())
 
 
-def _exit_after_grace() -> None:
-    """Exit the process ``HANGUP_GRACE_S`` after a SIGHUP unless it has exited by then (a daemon thread dies
-    with it)."""
-    threading.Event().wait(HANGUP_GRACE_S)
+def _exit_now() -> None:
+    """Exit a process still running ``HANGUP_GRACE_S`` after its SIGHUP."""
     log.error("still running %g s after SIGHUP: exiting without waiting for the rest", HANGUP_GRACE_S)
     logging.shutdown()
     os._exit(128 + signal.SIGHUP)
