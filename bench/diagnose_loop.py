@@ -20,7 +20,12 @@ For each ``zelda-rlaif up`` run directory, then pooled over all of them, prints 
 5. ``walkthrough objectives`` (games whose profile has a walkthrough): per next objective at a segment's first step,
    the segments that had it, the share that ended closer to it and that reached it, and their mean combined score
    and percentile rank: whether the judges' ranking points along the way (``zelda_judge.summary.ObjectiveProgress``).
-6. ``judged starts`` (runs with ``ZELDA_TRAINER_JUDGED_START_FRACTION`` > 0 on the bundled test world): where the
+6. ``rooms``: over each run's last ``--room-epochs`` judged epochs, per room (``group/room`` in hex), the share of the
+   segments' steps spent there; the segments that spent most of their steps there, with their mean combined score,
+   progress and quarter hearts lost; and the mean Phi of the run's last accepted reward model over every step
+   played there. Where the judges and the reward model put the peak of the potential, room by room: a dead end
+   above the way on (docs/results.md, section 20) shows here.
+7. ``judged starts`` (runs with ``ZELDA_TRAINER_JUDGED_START_FRACTION`` > 0 on the bundled test world): where the
    run's episodes would begin at its end, i.e. the segments the trainer keeps (its default K and N per milestone) that
    have an end state, with the room that state is in and the milestones it holds (decoded in PyBoy).
 """
@@ -28,10 +33,12 @@ For each ``zelda-rlaif up`` run directory, then pooled over all of them, prints 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import statistics
 import sys
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -52,9 +59,9 @@ from zelda_rlaif.game.rewards.components import LEARNED_COMPONENTS
 from zelda_rlaif.replay.milestones import load_profile, milestone_marks
 from zelda_rlaif.replay.model import ReplayStep
 from zelda_rlaif.reward_model.potential import Potential
-from zelda_rlaif.reward_model.registry import load_potential, read_metadata
+from zelda_rlaif.reward_model.registry import latest_accepted_epoch, load_potential, read_metadata
 from zelda_rlaif.scores import read_epoch_scores
-from zelda_rlaif.segments import StateLogError, parse_state_log, unpack_end_state
+from zelda_rlaif.segments import GameState, StateLogError, parse_state_log, unpack_end_state
 from zelda_rlaif.storage import ObjectStore, keys
 from zelda_rlaif.up.run_dir import open_run
 from zelda_trainer.self_imitation import BestSegments
@@ -80,6 +87,10 @@ class Segment:
     shaping: Floats | None  # per step; None when no reward model shaped the segment
     held_out_phi: float | None  # mean Phi under the previous epoch's reward model, which never saw this segment
     objective: ObjectiveProgress | None = None  # the walkthrough's next objective at the first step, if any
+    room_steps: dict[str, int] = field(default_factory=dict)  # steps per room (``group/room``)
+    health_lost: int = 0  # quarter hearts lost over the segment
+    in_room_window: bool = False  # among the epochs the rooms table reads
+    room_phi: dict[str, float] | None = None  # sum of the run's last reward model's Phi over the steps per room
 
 
 @dataclass
@@ -126,8 +137,14 @@ def _profile_of(profile: str, cache: dict[str, GameProfile]) -> GameProfile:
     return cache[profile]
 
 
+def room_label(state: GameState) -> str:
+    return f"{state.group}/{state.room:02x}"
+
+
 def _segment(store: ObjectStore, run: str, row: SegmentScored, percentile: float, previous: Potential | None,
-             profiles: dict[str, GameProfile], notes: list[str]) -> Segment | None:
+             profiles: dict[str, GameProfile], notes: list[str], in_room_window: bool = False,
+             room_model: Potential | None = None) -> Segment | None:
+    """``room_model``: the Phi that the rooms table sums per room for a segment ``in_room_window``."""
     try:
         manifest = SegmentExported.model_validate(store.get_json(keys.segment_manifest(run, row.epoch,
                                                                                          row.segment_id)))
@@ -146,6 +163,12 @@ def _segment(store: ObjectStore, run: str, row: SegmentScored, percentile: float
     shaping = np.array([r.components.get("shaping", 0.0) for r in records])
     shaped = any("shaping" in r.components for r in records)
     learned = np.array([sum(r.components.get(name, 0.0) for name in LEARNED_COMPONENTS) for r in records])
+    rooms = [room_label(r.state) for r in records]
+    room_phi: dict[str, float] | None = None
+    if in_room_window and room_model is not None:
+        room_phi = {}
+        for room, phi in zip(rooms, room_model.phi_batch([r.observation for r in records]), strict=True):
+            room_phi[room] = room_phi.get(room, 0.0) + float(phi)
     return Segment(
         run=run, epoch=row.epoch, segment_id=row.segment_id, combined=row.combined, percentile=percentile,
         dimensions=dict(row.dimensions),
@@ -154,7 +177,10 @@ def _segment(store: ObjectStore, run: str, row: SegmentScored, percentile: float
         shaping=shaping if shaped else None,
         held_out_phi=previous.mean_phi([r.observation for r in records]) if previous else None,
         objective=objective_progress(profile.walkthrough, profile.milestones, records[0].state, records[-1].state,
-                                     reached))
+                                     reached),
+        room_steps=dict(Counter(rooms)),
+        health_lost=sum(max(0, a.state.health - b.state.health) for a, b in itertools.pairwise(records)),
+        in_room_window=in_room_window, room_phi=room_phi)
 
 
 def _shaping_row(epoch: int, report: EpochReport | None, segments: list[Segment]) -> Row:
@@ -174,13 +200,16 @@ def _shaping_row(epoch: int, report: EpochReport | None, segments: list[Segment]
             "shaping/env": shaping_std / env_std if shaping_std is not None and env_std else None}
 
 
-def read_run(run_dir: Path) -> Run:
+def read_run(run_dir: Path, room_epochs: int = 10) -> Run:
     run_id, store = open_run(run_dir)
     epochs = sorted(epoch for key in store.list(keys.run_scores(run_id))
                     if (epoch := keys.epoch_of(key)) is not None and key == keys.epoch_scores(run_id, epoch))
     if not epochs:
         raise ValueError(f"run {run_id} in {run_dir} has no judged epoch (no scores.jsonl): see {run_dir / 'up.log'}")
     run = Run(run_dir, run_id, [], [], [], [])
+    last_accepted = latest_accepted_epoch(store, run_id)
+    last_model = load_potential(store, run_id, last_accepted) if last_accepted is not None else None
+    room_window = set(epochs[-room_epochs:]) if room_epochs > 0 else set()
     profiles: dict[str, GameProfile] = {}
     by_epoch: dict[int, list[Segment]] = {}
     for epoch in epochs:
@@ -190,7 +219,8 @@ def read_run(run_dir: Path) -> Run:
         assert scores is not None  # listed above
         run.notes.extend(scores.unreadable)
         percentiles = 100 * (average_ranks([r.combined for r in scores.rows]) + 0.5) / max(len(scores.rows), 1)
-        found = [_segment(store, run_id, row, float(pct), previous, profiles, run.notes)
+        found = [_segment(store, run_id, row, float(pct), previous, profiles, run.notes, epoch in room_window,
+                          last_model)
                  for row, pct in zip(scores.rows, percentiles, strict=True)]
         by_epoch[epoch] = [s for s in found if s is not None]
         run.segments.extend(by_epoch[epoch])
@@ -269,6 +299,27 @@ def objective_table(segments: list[Segment]) -> list[Row]:
             for name, group in groups.items()]
 
 
+def room_table(segments: list[Segment]) -> list[Row]:
+    """Per room, most steps first, over the segments of the rooms table's epochs; Phi is None without an accepted
+    reward model."""
+    window = [s for s in segments if s.in_room_window]
+    steps: Counter[str] = Counter()
+    phi: dict[str, float] | None = {} if window and all(s.room_phi is not None for s in window) else None
+    mostly: dict[str, list[Segment]] = {}
+    for s in window:
+        steps.update(s.room_steps)
+        if phi is not None:
+            for room, total in (s.room_phi or {}).items():
+                phi[room] = phi.get(room, 0.0) + total
+        mostly.setdefault(max(s.room_steps, key=lambda room: s.room_steps[room]), []).append(s)
+    total_steps = sum(steps.values())
+    return [{"room": room, "steps_pct": 100 * count / total_steps, "mostly_here": len(here := mostly.get(room, [])),
+             "combined": _mean([s.combined for s in here]),
+             "progress": _mean([s.dimensions["progress"] for s in here if "progress" in s.dimensions]),
+             "health_lost": _mean([s.health_lost for s in here]), "phi": phi[room] / count if phi is not None else None}
+            for room, count in steps.most_common()]
+
+
 def top_table(segments: list[Segment], top: int, with_run: bool) -> list[Row]:
     best = sorted(segments, key=lambda s: s.combined, reverse=True)[:top]
     return [{**({"run": s.run} if with_run else {}), "epoch": s.epoch, "segment": s.segment_id,
@@ -311,6 +362,9 @@ def tables(segments: list[Segment], milestone_names: list[str], reward_model: li
            top: int, with_run: bool, judged_starts: list[Row] | None = None) -> dict[str, list[Row]]:
     by_title = {"judge vs milestones": milestone_table(segments, milestone_names), "reward model": reward_model,
                 "shaping scale": shaping, "top segments": top_table(segments, top, with_run)}
+    rooms = room_table(segments)
+    if rooms:
+        by_title["rooms"] = rooms
     objectives = objective_table(segments)
     if objectives:
         by_title["walkthrough objectives"] = objectives
@@ -329,10 +383,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("run_dirs", nargs="+", type=Path, metavar="RUN_DIR", help="finished `zelda-rlaif up` runs")
     parser.add_argument("--top", type=int, default=8, help="how many best-combined segments to list")
+    parser.add_argument("--room-epochs", type=int, default=10,
+                        help="the rooms table reads each run's last N judged epochs (0: no rooms table)")
     parser.add_argument("--json", type=Path, help="also write every table to this JSON file")
     args = parser.parse_args(argv)
     try:
-        runs = [read_run(run_dir) for run_dir in args.run_dirs]
+        runs = [read_run(run_dir, args.room_epochs) for run_dir in args.run_dirs]
     except (ValueError, ZeldaRlaifError) as exc:
         print(f"diagnose_loop: {exc}", file=sys.stderr)
         return 2

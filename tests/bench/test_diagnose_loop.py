@@ -11,10 +11,12 @@ import pytest
 
 from bench.diagnose_loop import average_ranks, main, spearman
 from tests.bench.hand_made_runs import episode, write_run
+from tests.support.reward_models import store_accepted_model
 from tests.support.segments import build_steps, write_segment
 from zelda_rlaif.events import SegmentScored
 from zelda_rlaif.game.emulator import Emulator
-from zelda_rlaif.segments import pack_end_state
+from zelda_rlaif.reward_model.registry import load_potential
+from zelda_rlaif.segments import pack_end_state, parse_state_log
 from zelda_rlaif.storage import ObjectStore, keys
 from zelda_rlaif.up.run_dir import open_run, run_id_of
 
@@ -120,6 +122,42 @@ def test_judged_starts_are_decoded_where_the_kept_segments_end(tmp_path: Path,
     assert [(row["segment"], row["ends_in"], row["holds"]) for row in tables["judged starts"]] == [
         ("e001-s0", "0/11", "-")]
     assert "-- judged starts" in capsys.readouterr().out
+
+
+def test_the_rooms_table_puts_the_last_models_phi_beside_the_judges_scores_room_by_room(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    write_judged_run(tmp_path / "seed0")
+    run_id, store = open_run(tmp_path / "seed0")
+    store_accepted_model(store, run_id, 1)
+
+    assert main([str(tmp_path / "seed0"), "--room-epochs", "1", "--json", str(tmp_path / "diagnosis.json")]) == 0
+
+    rows = {row["room"]: row for row in json.loads((tmp_path / "diagnosis.json").read_text())[
+        str(tmp_path / "seed0")]["rooms"]}
+    # Epoch 1 only: three segments of 20 steps in the start room $11, two of them for only their first half (then
+    # $03, the old man's house); ties in "most steps" go to the first room met, the start room.
+    assert {room: row["steps_pct"] for room, row in rows.items()} == {
+        "0/11": pytest.approx(200 / 3), "0/03": pytest.approx(50 / 3), "1/00": pytest.approx(50 / 3)}
+    assert (rows["0/11"]["mostly_here"], rows["0/03"]["mostly_here"]) == (3, 0)
+    assert rows["0/11"]["combined"] == pytest.approx((0.9 + 0.05 + 0.5) / 3) and rows["0/03"]["combined"] is None
+    model = load_potential(store, run_id, 1)
+    for room, row in rows.items():
+        observations = [r.observation for i in range(3)
+                        for r in parse_state_log(store.get_bytes(keys.segment_states(run_id, 1, f"e001-s{i}")))
+                        if f"{r.state.group}/{r.state.room:02x}" == room]
+        assert row["phi"] == pytest.approx(model.mean_phi(observations), abs=1e-5)
+    assert "-- rooms" in capsys.readouterr().out
+
+
+def test_the_rooms_table_has_no_phi_without_an_accepted_model(tmp_path: Path) -> None:
+    write_judged_run(tmp_path / "seed0")
+
+    assert main([str(tmp_path / "seed0"), "--json", str(tmp_path / "diagnosis.json")]) == 0
+
+    rows = json.loads((tmp_path / "diagnosis.json").read_text())[str(tmp_path / "seed0")]["rooms"]
+    assert {row["room"] for row in rows} == {"0/11", "0/01", "0/03", "1/00"}
+    assert all(row["phi"] is None for row in rows)
+    assert sum(row["mostly_here"] for row in rows) == 7
 
 
 def test_two_runs_are_also_pooled(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

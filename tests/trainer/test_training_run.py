@@ -6,19 +6,15 @@ from __future__ import annotations
 
 import asyncio
 
-import numpy as np
 import pytest
 
+from tests.support.reward_models import store_accepted_model
 from tests.trainer.conftest import RunEvents
 from zelda_rlaif.episodes import EpochReport
-from zelda_rlaif.events import LiveMetrics, RewardModelUpdated, SegmentExported, SegmentScored
-from zelda_rlaif.reward_model.metadata import PairCounts, RewardModelMetadata
-from zelda_rlaif.reward_model.model_file import RewardModelFile
-from zelda_rlaif.reward_model.network import RewardNet
-from zelda_rlaif.reward_model.normalization import Normalization
+from zelda_rlaif.events import LiveMetrics, SegmentExported, SegmentScored
 from zelda_rlaif.segments import StepRecord
 from zelda_rlaif.settings import NatsSettings, StoreSettings
-from zelda_rlaif.storage import ObjectStore, keys, open_store
+from zelda_rlaif.storage import keys, open_store
 from zelda_trainer import checkpoints
 from zelda_trainer.settings import PPOSettings, SelfImitationSettings, TrainerSettings
 from zelda_trainer.training import Trainer
@@ -32,20 +28,6 @@ def small_run(run_id: str, nats: NatsSettings, store: StoreSettings, epochs: int
         export_fraction=1.0, frame_every=10, num_env_runners=2, envs_per_runner=1, live_frames=False,
         ppo=PPOSettings(train_batch_size=300, minibatch_size=100, num_epochs=2), nats=nats, store=store,
     )
-
-
-def store_accepted_model(store: ObjectStore, run_id: str, epoch: int) -> None:
-    """What the reward-model service leaves for an accepted epoch: rm.pt, then its metadata."""
-    states = np.random.default_rng(epoch).standard_normal((64, 128)).astype(np.float32)
-    net = RewardNet()
-    store.put_bytes(keys.reward_model(run_id, epoch),
-                    RewardModelFile.from_net(net, Normalization.fit(states), run_id=run_id, epoch=epoch).to_bytes())
-    event = RewardModelUpdated(run_id=run_id, epoch=epoch, accepted=True, model_epoch=epoch, pairs=10,
-                               validation_accuracy=0.9, trained_on_epochs=list(range(epoch + 1)))
-    store.put_json(keys.reward_model_metadata(run_id, epoch), RewardModelMetadata(
-        run_id=run_id, epoch=epoch, accepted=True, model_epoch=epoch, trained_on_epochs=event.trained_on_epochs,
-        segments=10, pairs=PairCounts(train_decisive=8, train_ties=0, validation_decisive=2, validation_ties=0),
-        validation_accuracy=0.9, event=event))
 
 
 async def test_two_epochs_export_checkpoint_and_resume(
