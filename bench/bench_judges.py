@@ -7,7 +7,7 @@ Run from the repository root::
         --b http://gpu-b:8000/v1@Qwen/Qwen2.5-32B-Instruct --limit 40
     .venv/bin/python bench/bench_judges.py --quick    # smoke run: synthetic segments, rules vs the tiny model
 
-A configuration is ``rules`` (the deterministic ``rules-v4`` backend) or ``URL@MODEL``: an OpenAI-compatible
+A configuration is ``rules`` (the deterministic ``rules-v5`` backend) or ``URL@MODEL``: an OpenAI-compatible
 endpoint judged through the live judge code (``zelda_judge.backends.openai``: the same prompts, structured output,
 M votes with distinct seeds, retries, validation). Every stored segment of the run (``--epoch`` for one epoch,
 ``--limit`` for the first N) is judged by every kind under both configurations, one segment at a time, and the

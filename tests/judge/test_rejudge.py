@@ -9,6 +9,7 @@ import pytest
 
 from tests.judge.live_scores import snapshot, write_live_epoch
 from tests.support.openai_server import OpenAIServer
+from zelda_judge.rule_scores import RULES_MODEL
 from zelda_rlaif.cli import main
 from zelda_rlaif.events import JudgeKind
 from zelda_rlaif.scores import list_scores_versions, read_epoch_scores, read_scores_version
@@ -47,7 +48,7 @@ def test_a_changed_rubric_writes_a_new_version_and_leaves_the_live_one_byte_iden
 
     out = capsys.readouterr().out
     version = only_version(file_store, run_id, 1)
-    assert version.startswith("rules-rules-v4-")
+    assert version.startswith(f"rules-{RULES_MODEL}-")
     assert f"scores version {version}" in out and f"segments {SEGMENTS}, scored {SEGMENTS}, unjudged 0" in out
     assert "Spearman" in out
     # The live version, and the segments, are exactly as they were; the new files are all under versions/.
@@ -68,7 +69,7 @@ def test_a_changed_rubric_writes_a_new_version_and_leaves_the_live_one_byte_iden
     assert (manifest.segments, manifest.scored, manifest.unjudged) == (SEGMENTS, SEGMENTS, 0)
     assert manifest.rejudged_kinds == sorted(k.value for k in JudgeKind) and manifest.carried_kinds == []
     assert manifest.compared_with_live == SEGMENTS and manifest.spearman_vs_live is not None
-    assert manifest.settings["state"] == {"backend": "rules", "model": "rules-v4"}
+    assert manifest.settings["state"] == {"backend": "rules", "model": RULES_MODEL}
 
     # The same settings name the same version, which is not overwritten.
     assert main(["judge", "--rejudge", run_id, "--epoch", "1"]) == 2

@@ -164,7 +164,7 @@ def test_walking_towards_the_next_objective_counts_as_progress() -> None:
 
 
 def test_progress_is_where_the_segment_stands_on_the_walkthrough() -> None:
-    """rules-v4: a segment that walks on with the key scores above the one that took it, which scores above one
+    """rules-v5: a segment that walks on with the key scores above the one that took it, which scores above one
     that has not reached the key room yet: a potential fitted to these scores rises along the walkthrough and has
     no peak at the key. A milestone taken out of the walkthrough's order (the switch before the key) counts for
     nothing."""
@@ -191,3 +191,24 @@ def test_progress_is_where_the_segment_stands_on_the_walkthrough() -> None:
     assert before.quest_stage is not None and 0.0 < before.quest_stage < 0.2
     prompt = build_prompt(JudgeKind.STATE, manifest_for(90), walks_on, token_budget=3000)
     assert "Quest stage (walkthrough objectives done in order" in str(prompt)
+
+
+def test_progress_is_where_the_segment_gets_to_not_where_it_spent_most_steps() -> None:
+    """rules-v5: a segment that opens the gate halfway and walks on towards the sword ($12 -> $13) scores above one
+    that held the gate open from its first step and spent every step in the dead end $33; the mean over the states
+    that rules-v4 took ranked the dead end first (docs/results.md, section 22)."""
+    profile = get_profile("testworld")
+    explored = build_steps(steps=90, scenario="explore", seed=2)
+
+    def segment(room_of: Callable[[int], int], gate_from: int) -> SegmentSummary:
+        records = [r.model_copy(update={"state": r.state.model_copy(update={
+            "group": 0, "room": room_of(i), "x": 72, "y": 56, "keys": 0, "treasure_flags": 0x01,
+            "puzzle_flags": 0, "door_flags": int(i >= gate_from)})}) for i, r in enumerate(explored)]
+        return summarize(records, profile.milestones, profile.walkthrough)
+
+    opens_and_walks_on = segment(lambda i: 0x12 if i < 45 else 0x13, 40)
+    dead_end = segment(lambda i: 0x33, 0)
+    state_rules = KINDS[JudgeKind.STATE].rules
+    assert state_rules(opens_and_walks_on).scores["progress"] > state_rules(dead_end).scores["progress"]
+    assert opens_and_walks_on.quest_stage is not None and dead_end.quest_stage is not None
+    assert opens_and_walks_on.quest_stage > dead_end.quest_stage

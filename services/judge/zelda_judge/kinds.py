@@ -3,7 +3,7 @@
 Every member of ``zelda_rlaif.events.JudgeKind`` has exactly one entry in ``KINDS``: the dimensions it scores
 (each a score in [0, 1], higher is better), the description of each that the LLM is given, each dimension's
 default weight in the combined score, whether the kind sees frames, what its prompt adds to the facts every
-kind gets, and its ``rules-v4`` scorer. The vote schemas, the rules backend, the rubric weights (and their
+kind gets, and its ``rules-v5`` scorer. The vote schemas, the rules backend, the rubric weights (and their
 ``ZELDA_JUDGE_RUBRIC__<DIMENSION>`` variables), the ``--kind`` choices and the ledger's "every kind has judged
 the segment" all follow from this table or from ``JudgeKind``.
 

@@ -92,8 +92,8 @@ def _objective_facts(s: SegmentSummary) -> list[str]:
     the quest the player is and where to go, which a state log does not say."""
     facts = []
     if s.quest_stage is not None:
-        facts.append(f"Quest stage (walkthrough objectives done in order plus closeness to the next, 0-1, mean "
-                     f"over the segment's states): {s.quest_stage:.3f}.")
+        facts.append(f"Quest stage (walkthrough objectives done in order plus closeness to the next, 0-1, at the "
+                     f"segment's last state): {s.quest_stage:.3f}.")
     o = s.objective
     if o is not None:
         facts.append(f"Next quest objective at the first step (walkthrough): {o.milestone} in room {o.location}; "

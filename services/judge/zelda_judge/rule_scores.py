@@ -1,4 +1,4 @@
-"""``rules-v4`` formulas: each judge kind's scores computed from the state log alone, with no LLM.
+"""``rules-v5`` formulas: each judge kind's scores computed from the state log alone, with no LLM.
 
 All scores are clipped to [0, 1]; ``min(1, x / k)`` reads "full marks at k". With ``S`` the segment summary:
 
@@ -28,16 +28,20 @@ a walkthrough. An LLM judge that knows the game's quest knows where to go next; 
 any new room alike, so a run whose episodes found one branch of the test world's quest had no score pointing it
 to the other (docs/results.md, sections 8-10). rules-v3 moves weight from rooms, rupees and items to it.
 
-``quest_stage`` is where the segment stands on the walkthrough: the mean over its states of the objectives done
-in the walkthrough's order plus the closeness to the next one, over the number of objectives
-(``Walkthrough.stage``, ``SegmentSummary.quest_stage``). rules-v3 scored what a segment *gained* (milestones
+``quest_stage`` is where the segment stands on the walkthrough at its last state: the objectives done in the
+walkthrough's order plus the closeness to the next one, over the number of objectives (``Walkthrough.stage``,
+``SegmentSummary.quest_stage``). rules-v3 scored what a segment *gained* (milestones
 reached, rooms walked towards the next objective). The reward model fits a per-state reward whose mean over a
 segment's states ranks the segments, and the trainer shapes with it as a potential, so a score for gains puts
 the potential's peak where gains happen: the states around the key scored high and the states after it, in
 segments that walk on without reaching the gate, low (bench/diagnose_loop.py: segments that begin holding the
 key ranked at the 31st percentile; docs/results.md, section 12), and leaving the key room looked like a loss.
 A score for where the segment stands gives a potential that rises along the walkthrough and never falls at a
-milestone: the difference between "did something happen here" and "how far along are we".
+milestone: the difference between "did something happen here" and "how far along are we". rules-v4 took the
+mean over the segment's states, and that ranked a segment that had opened the gate before it began and spent its
+300 steps in the dead end south of it above one that opened the gate and walked towards the sword, whose first
+half still stood before the gate: the best-ranked segments of a run were those that sat in the dead end, and the
+agent learned to go there (docs/results.md, section 22). Where the segment got to ranks them the other way.
 
 ``new_rooms`` is the game's own count of rooms new to the episode when the state reports it, else the
 distinct rooms of the segment beyond the first; a "stuck step" is a movement action that left the player
@@ -53,7 +57,7 @@ from dataclasses import dataclass
 from zelda_judge.summary import SegmentSummary
 
 # What every rules verdict records as its model: the formulas' version.
-RULES_MODEL = "rules-v4"
+RULES_MODEL = "rules-v5"
 
 
 @dataclass(frozen=True)

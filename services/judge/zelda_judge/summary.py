@@ -110,7 +110,7 @@ class SegmentSummary:
     milestones_reached: tuple[str, ...] = ()
     # Only for games with a walkthrough, and only while the walkthrough leads somewhere from the first room.
     objective: ObjectiveProgress | None = None
-    # The mean over the segment's states of how far along the walkthrough each stands (Walkthrough.stage, 0-1);
+    # How far along the walkthrough the segment's last state stands (Walkthrough.stage, 0-1): where it got to;
     # only for games with a walkthrough.
     quest_stage: float | None = None
 
@@ -220,20 +220,21 @@ def summarize(records: Sequence[StepRecord], milestones: Sequence[Milestone] = (
 
 def quest_stage(walkthrough: Walkthrough | None, milestones: Sequence[Milestone],
                 records: Sequence[StepRecord]) -> float | None:
-    """The mean of ``walkthrough.stage`` over the states of ``records`` that have one; None without a
-    walkthrough, or when no state has a way to its next objective."""
+    """``walkthrough.stage`` of the last state of ``records`` that has one: where the segment got to (a mean
+    over its states ranked 300 steps in a dead end after a milestone above the segment that reached the milestone
+    and walked on towards the next; docs/results.md, section 22). None without a walkthrough, or when no state has
+    a way to its next objective."""
     if walkthrough is None:
         return None
     tests = {m.name: m.reached for m in milestones}
-    stages = []
-    for record in records:
+    for record in reversed(records):
         try:
             stage = walkthrough.stage(record.state.model_dump(), tests)
         except KeyError:  # a milestone that reads a RAM field the state log leaves out
             return None
         if stage is not None:
-            stages.append(stage)
-    return round(sum(stages) / len(stages), 4) if stages else None
+            return round(stage, 4)
+    return None
 
 
 def objective_progress(walkthrough: Walkthrough | None, milestones: Sequence[Milestone], first: GameState,
