@@ -61,7 +61,7 @@ from zelda_rlaif.replay.model import ReplayStep
 from zelda_rlaif.reward_model.potential import Potential
 from zelda_rlaif.reward_model.registry import latest_accepted_epoch, load_potential, read_metadata
 from zelda_rlaif.scores import read_epoch_scores
-from zelda_rlaif.segments import GameState, StateLogError, parse_state_log, unpack_end_state
+from zelda_rlaif.segments import StateLogError, parse_state_log, unpack_end_state
 from zelda_rlaif.storage import ObjectStore, keys
 from zelda_rlaif.up.run_dir import open_run
 from zelda_trainer.self_imitation import BestSegments
@@ -137,8 +137,9 @@ def _profile_of(profile: str, cache: dict[str, GameProfile]) -> GameProfile:
     return cache[profile]
 
 
-def room_label(state: GameState) -> str:
-    return f"{state.group}/{state.room:02x}"
+def room_label(group: int, room: int) -> str:
+    """How the tables name a room: ``group/room``, the room in hex as the game's maps number them."""
+    return f"{group}/{room:02x}"
 
 
 def _segment(store: ObjectStore, run: str, row: SegmentScored, percentile: float, previous: Potential | None,
@@ -163,11 +164,12 @@ def _segment(store: ObjectStore, run: str, row: SegmentScored, percentile: float
     shaping = np.array([r.components.get("shaping", 0.0) for r in records])
     shaped = any("shaping" in r.components for r in records)
     learned = np.array([sum(r.components.get(name, 0.0) for name in LEARNED_COMPONENTS) for r in records])
-    rooms = [room_label(r.state) for r in records]
+    observations = [r.observation for r in records]
+    rooms = [room_label(r.state.group, r.state.room) for r in records]
     room_phi: dict[str, float] | None = None
     if in_room_window and room_model is not None:
         room_phi = {}
-        for room, phi in zip(rooms, room_model.phi_batch([r.observation for r in records]), strict=True):
+        for room, phi in zip(rooms, room_model.phi_batch(observations), strict=True):
             room_phi[room] = room_phi.get(room, 0.0) + float(phi)
     return Segment(
         run=run, epoch=row.epoch, segment_id=row.segment_id, combined=row.combined, percentile=percentile,
@@ -175,7 +177,7 @@ def _segment(store: ObjectStore, run: str, row: SegmentScored, percentile: float
         milestones=reached,
         rooms=len(manifest.rooms_visited), env_rewards=np.array([r.reward for r in records]) - learned,
         shaping=shaping if shaped else None,
-        held_out_phi=previous.mean_phi([r.observation for r in records]) if previous else None,
+        held_out_phi=previous.mean_phi(observations) if previous else None,
         objective=objective_progress(profile.walkthrough, profile.milestones, records[0].state, records[-1].state,
                                      reached),
         room_steps=dict(Counter(rooms)),
@@ -267,7 +269,7 @@ def judged_start_table(store: ObjectStore, run_id: str, epochs: list[int],
             emulator.load_state(unpack_end_state(state), source=f"end state of {row.segment_id}")
             ram = emulator.decoder.raw(emulator.memory)
             rows.append({"epoch": row.epoch, "segment": row.segment_id, "combined": row.combined,
-                         "ends_in": f"{ram.get('group', 0)}/{ram.get('room', 0):02x}",
+                         "ends_in": room_label(ram.get("group", 0), ram.get("room", 0)),
                          "holds": ", ".join(m.name for m in milestones if m.reached(ram)) or "-"})
     finally:
         emulator.close()

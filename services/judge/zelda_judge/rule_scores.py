@@ -40,8 +40,9 @@ A score for where the segment stands gives a potential that rises along the walk
 milestone: the difference between "did something happen here" and "how far along are we". rules-v4 took the
 mean over the segment's states, and that ranked a segment that had opened the gate before it began and spent its
 300 steps in the dead end south of it above one that opened the gate and walked towards the sword, whose first
-half still stood before the gate: the best-ranked segments of a run were those that sat in the dead end, and the
-agent learned to go there (docs/results.md, section 22). Where the segment got to ranks them the other way.
+half still stood before the gate: segments that sat in the dead end ranked at the 87th percentile of their epochs,
+among those self-imitation keeps and the reward model ranks highest, and the agent learned to go there
+(docs/results.md, section 22). Where the segment got to ranks them the other way.
 
 ``new_rooms`` is the game's own count of rooms new to the episode when the state reports it, else the
 distinct rooms of the segment beyond the first; a "stuck step" is a movement action that left the player
