@@ -17,13 +17,14 @@ Arms, each trained in its own ``zelda-rlaif up`` (its own processes, run directo
    (``--judged-start-point start``: at the state one of the best segments on the way from the game's start began
    from, ``ZELDA_TRAINER_JUDGED_START_POINT``; ``--judged-start-balance milestones``: each milestone the kept
    segments reached as likely, ``ZELDA_TRAINER_JUDGED_START_BALANCE``).
-5. ``preference``: ``self_imitation`` plus the reward model's score paid on every step, ``--preference-weight``
+5. ``preference``: ``judged_starts`` plus the reward model's score paid on every step, ``--preference-weight``
    times Phi(s) (``ZELDA_TRAINER_REWARDS__PREFERENCE``, as Motif pays its LLM-preference reward): unlike shaping,
    it changes which policy the reward prefers; ``--preference-count-power`` divides it by an episodic count of
    steps on the player's tile to that power (``ZELDA_TRAINER_REWARDS__PREFERENCE_COUNT_POWER``), and
    ``--preference-threshold`` pays it only where Phi(s) is at least that
-   (``ZELDA_TRAINER_REWARDS__PREFERENCE_THRESHOLD``). With the defaults of the flags this arm is the trainer's
-   defaults (docs/results.md, section 17); the arms above set the preference reward to 0.
+   (``ZELDA_TRAINER_REWARDS__PREFERENCE_THRESHOLD``); ``--judged-start-fraction 0`` leaves its judged starts out.
+   With the defaults of the flags this arm is the trainer's defaults (docs/results.md, sections 17 and 23); the
+   arms above set the preference reward to 0.
 6. ``random``: ``zelda-rlaif eval --policy random`` on the first trained run's directory (same game, same seeds).
 
 ``--arms`` runs a subset (the random arm needs a trained arm beside it for its run directory).
@@ -66,7 +67,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/ is no ins
 
 from bench.learning_curves import plot, read_curve
 from zelda_rlaif.game.rewards import RewardConfig
-from zelda_trainer.settings import JudgedStartBalance, JudgedStartPoint
+from zelda_trainer.settings import JudgedStartBalance, JudgedStartPoint, TrainerSettings
 
 
 @dataclass(frozen=True)
@@ -82,7 +83,8 @@ def trained_arms(sil_weight: float, judged_start_fraction: float,
                  preference_weight: float = 0.0, preference_count_power: float = 0.0,
                  preference_threshold: float | None = None) -> tuple[Arm, ...]:
     """The arms that train, in table order; ``sil_weight``: the loss weight of the arms that self-imitate,
-    ``judged_start_fraction``: the judged_starts arm's share of episodes begun at a kept segment's state,
+    ``judged_start_fraction``: the judged_starts and preference arms' share of episodes begun at a kept segment's
+    state,
     ``judged_start_point`` which one and ``judged_start_balance`` how they are picked, ``preference_weight``: the
     preference arm's per-step reward weight on the reward model's score, ``preference_count_power`` the power of
     the episodic count that divides it, ``preference_threshold`` the least Phi it pays (None: the trainer's)."""
@@ -92,6 +94,9 @@ def trained_arms(sil_weight: float, judged_start_fraction: float,
     no_preference = {"ZELDA_TRAINER_REWARDS__PREFERENCE": "0"}
     no_imitation = {"ZELDA_TRAINER_SELF_IMITATION__WEIGHT": "0", **no_judged_starts, **no_preference}
     imitation = {"ZELDA_TRAINER_SELF_IMITATION__WEIGHT": str(sil_weight)}
+    judged_starts = {"ZELDA_TRAINER_JUDGED_START_FRACTION": str(judged_start_fraction),
+                     "ZELDA_TRAINER_JUDGED_START_POINT": judged_start_point.value,
+                     "ZELDA_TRAINER_JUDGED_START_BALANCE": judged_start_balance.value}
     # The threshold's "unset" has no env spelling the trainer reads, so the arm leaves it to the trainer then.
     threshold = ({} if preference_threshold is None
                  else {"ZELDA_TRAINER_REWARDS__PREFERENCE_THRESHOLD": str(preference_threshold)})
@@ -102,17 +107,17 @@ def trained_arms(sil_weight: float, judged_start_fraction: float,
         Arm("self_imitation", "full loop + self-imitation on the top-K judged segments",
             {**imitation, **no_judged_starts, **no_preference}),
         Arm("judged_starts", "full loop + self-imitation + some episodes begun at the kept segments' states",
-            {**imitation, **no_preference, "ZELDA_TRAINER_JUDGED_START_FRACTION": str(judged_start_fraction),
-             "ZELDA_TRAINER_JUDGED_START_POINT": judged_start_point.value,
-             "ZELDA_TRAINER_JUDGED_START_BALANCE": judged_start_balance.value}),
-        Arm("preference", "full loop + self-imitation + the reward model's score paid as reward on every step",
-            {**imitation, **no_judged_starts, "ZELDA_TRAINER_REWARDS__PREFERENCE": str(preference_weight),
+            {**imitation, **no_preference, **judged_starts}),
+        Arm("preference", "full loop + self-imitation + judged starts + the reward model's score paid as reward on "
+            "every step",
+            {**imitation, **judged_starts, "ZELDA_TRAINER_REWARDS__PREFERENCE": str(preference_weight),
              "ZELDA_TRAINER_REWARDS__PREFERENCE_COUNT_POWER": str(preference_count_power), **threshold}),
     )
 
 
 RANDOM = Arm("random", "random policy")
 TRAINER_REWARDS = RewardConfig()  # the preference arm's flags default to the trainer's reward weights
+TRAINER_JUDGED_START_FRACTION: float = TrainerSettings.model_fields["judged_start_fraction"].default
 ARM_NAMES = (*(arm.name for arm in trained_arms(0.0, 0.0)), RANDOM.name)
 
 # --quick: the smallest epoch the settings accept with short segments and episodes (as tests/e2e/test_up.py):
@@ -262,17 +267,19 @@ def main() -> None:
     parser.add_argument("--sil-weight", type=float, default=0.5,
                         help="self_imitation and judged_starts arms: ZELDA_TRAINER_SELF_IMITATION__WEIGHT (> 0; 0 "
                         "would be the full arm)")
-    parser.add_argument("--judged-start-fraction", type=float, default=0.5,
-                        help="judged_starts arm: ZELDA_TRAINER_JUDGED_START_FRACTION, the share of training episodes "
-                        "begun at the end state of a kept judged segment (> 0, <= 1)")
+    parser.add_argument("--judged-start-fraction", type=float, default=TRAINER_JUDGED_START_FRACTION,
+                        help="judged_starts and preference arms: ZELDA_TRAINER_JUDGED_START_FRACTION, the share of "
+                        "training episodes begun at the end state of a kept judged segment (<= 1; > 0 for "
+                        "judged_starts, 0 turns them off in preference; default: the trainer's)")
     parser.add_argument("--judged-start-point", type=JudgedStartPoint,
                         choices=list(JudgedStartPoint), default=JudgedStartPoint.END,
-                        help="judged_starts arm: ZELDA_TRAINER_JUDGED_START_POINT, begin at the kept segments' end "
-                        "states (end) or where the best segments on the way from the game's start began (start)")
+                        help="judged_starts and preference arms: ZELDA_TRAINER_JUDGED_START_POINT, begin at the kept "
+                        "segments' end states (end) or where the best segments on the way from the game's start "
+                        "began (start)")
     parser.add_argument("--judged-start-balance", type=JudgedStartBalance, choices=list(JudgedStartBalance),
                         default=JudgedStartBalance.SEGMENTS,
-                        help="judged_starts arm: ZELDA_TRAINER_JUDGED_START_BALANCE, every kept state as likely "
-                        "(segments) or every milestone the kept segments reached (milestones)")
+                        help="judged_starts and preference arms: ZELDA_TRAINER_JUDGED_START_BALANCE, every kept state "
+                        "as likely (segments) or every milestone the kept segments reached (milestones)")
     parser.add_argument("--preference-weight", type=float, default=TRAINER_REWARDS.preference,
                         help="preference arm: ZELDA_TRAINER_REWARDS__PREFERENCE, the per-step reward weight on the "
                         "reward model's Phi(s) (> 0; default: the trainer's)")
@@ -316,6 +323,8 @@ def main() -> None:
         parser.error(f"--preference-weight {args.preference_weight}: give a weight > 0 (0 is the self_imitation arm)")
     if "judged_starts" in args.arms and not 0 < args.judged_start_fraction <= 1:
         parser.error(f"--judged-start-fraction {args.judged_start_fraction}: give a share in (0, 1]")
+    if "preference" in args.arms and not 0 <= args.judged_start_fraction <= 1:
+        parser.error(f"--judged-start-fraction {args.judged_start_fraction}: give a share in [0, 1] (0: none)")
     base_env: dict[str, str] = {}
     if args.quick:
         args.epochs, args.steps_per_epoch, args.seeds, args.eval_episodes = 1, QUICK_STEPS_PER_EPOCH, [0], 4
@@ -335,7 +344,7 @@ def main() -> None:
               + (f", self-imitation weight {args.sil_weight}" if imitating else "")
               + (f", judged starts {args.judged_start_fraction} at the {args.judged_start_point}, alike by "
                  f"{args.judged_start_balance}"
-                 if "judged_starts" in args.arms else "")
+                 if {"judged_starts", "preference"} & set(args.arms) and args.judged_start_fraction else "")
               + (f", preference weight {args.preference_weight} / count ** {args.preference_count_power}"
                  + (f" where Phi >= {args.preference_threshold}" if args.preference_threshold is not None else "")
                  if "preference" in args.arms else "")

@@ -1,0 +1,31 @@
+"""``bench/bench_learning.py``'s arms: what each one sets, checked against the trainer's own settings."""
+
+from __future__ import annotations
+
+import pytest
+
+from bench.bench_learning import TRAINER_JUDGED_START_FRACTION, TRAINER_REWARDS, trained_arms
+from zelda_trainer.settings import TrainerSettings
+
+
+def arm_settings(name: str, monkeypatch: pytest.MonkeyPatch, judged_start_fraction: float) -> TrainerSettings:
+    arms = trained_arms(TrainerSettings().self_imitation.weight, judged_start_fraction,
+                        preference_weight=TRAINER_REWARDS.preference,
+                        preference_count_power=TRAINER_REWARDS.preference_count_power)
+    for key, value in next(arm for arm in arms if arm.name == name).env.items():
+        monkeypatch.setenv(key, value)
+    return TrainerSettings()
+
+
+def test_the_preference_arm_at_the_flags_defaults_is_the_trainers_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The ablation's loop arm must measure what `zelda-rlaif up` runs when nothing is set.
+    # (The run id is drawn anew for each settings object.)
+    defaults = TrainerSettings().model_dump(exclude={"run_id"})
+    loop = arm_settings("preference", monkeypatch, TRAINER_JUDGED_START_FRACTION)
+    assert loop.model_dump(exclude={"run_id"}) == defaults
+
+
+def test_plain_ppo_has_no_learned_reward_no_imitation_and_no_judged_starts(monkeypatch: pytest.MonkeyPatch) -> None:
+    plain = arm_settings("no_shaping", monkeypatch, TRAINER_JUDGED_START_FRACTION)
+    assert plain.rewards.shaping == plain.rewards.preference == 0
+    assert plain.self_imitation.weight == 0 and plain.judged_start_fraction == 0
