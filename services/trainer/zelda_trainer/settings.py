@@ -161,10 +161,10 @@ class TrainerSettings(BaseSettings):
     # begins at the end state of one of the best judged segments kept so far (the self-imitation set: top K and N
     # per milestone), so a run practises past its frontier without walking there first. Those episodes are trained
     # on and exported like any other but left out of the epoch's figures, which describe play from the game's
-    # start (as evaluation plays). 0: every episode starts at the game's start. Off, it did not help while the way
-    # to the frontier was not yet learned (docs/results.md, sections 9-10); with the preference reward and
-    # rules-v5 judges holding key and gate, a quarter of the episodes at the frontier found the sword room in seeds
-    # that never entered it from the game's start (section 23).
+    # start (as evaluation plays). 0: every episode starts at the game's start. In docs/results.md, sections 9-10,
+    # judged starts did not help: the way to the frontier was not yet learned. With the preference reward and
+    # rules-v5 judges holding key and gate, a quarter of the episodes begun at the frontier found the sword room in
+    # seeds whose episodes from the game's start never entered it (section 23).
     judged_start_fraction: float = Field(0.25, ge=0, le=1)
     # end: at the kept segments' end states (the frontier). start: at the states the best segments of episodes
     # from the game's start began from, one segment before a judged success, so the practice is of the way there
