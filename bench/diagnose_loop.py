@@ -2,7 +2,7 @@
 
     python bench/diagnose_loop.py RUN_DIR [RUN_DIR ...] [--top 8] [--json OUT.json]
 
-For each ``zelda-rlaif up`` run directory, then pooled over all of them, prints four tables:
+For each ``zelda-rlaif up`` run directory, then pooled over all of them, prints these tables:
 
 1. ``judge vs milestones``: per milestone of the game profile, the judged segments in which it was newly reached
    (it held at some step but not at the segment's first: ``replay.milestones``), their mean combined score, their
@@ -25,7 +25,10 @@ For each ``zelda-rlaif up`` run directory, then pooled over all of them, prints 
    progress and quarter hearts lost; and the mean Phi of the run's last accepted reward model over every step
    played there. Where the judges and the reward model put the peak of the potential, room by room: a dead end
    above the way on (docs/results.md, section 20) shows here.
-7. ``judged starts`` (runs with ``ZELDA_TRAINER_JUDGED_START_FRACTION`` > 0 on the bundled test world): where the
+7. ``room exits``: over the same epochs, per room left, each room the player went to next (through a doorway or
+   stairs, or back to the start after a death) with the count and its share of that room's exits: a fork where
+   the policy always takes one way, and a neighbour it never enters (docs/results.md, section 23).
+8. ``judged starts`` (runs with ``ZELDA_TRAINER_JUDGED_START_FRACTION`` > 0 on the bundled test world): where the
    run's episodes would begin at its end, i.e. the segments the trainer keeps (its default K and N per milestone) that
    have an end state, with the room that state is in and the milestones it holds (decoded in PyBoy).
 """
@@ -91,6 +94,7 @@ class Segment:
     health_lost: int = 0  # quarter hearts lost over the segment
     in_room_window: bool = False  # among the epochs the rooms table reads
     room_phi: dict[str, float] | None = None  # sum of the run's last reward model's Phi over the steps per room
+    room_exits: dict[tuple[str, str], int] = field(default_factory=dict)  # (from room, to room) -> times
 
 
 @dataclass
@@ -181,6 +185,7 @@ def _segment(store: ObjectStore, run: str, row: SegmentScored, percentile: float
         objective=objective_progress(profile.walkthrough, profile.milestones, records[0].state, records[-1].state,
                                      reached),
         room_steps=dict(Counter(rooms)),
+        room_exits=dict(Counter((a, b) for a, b in itertools.pairwise(rooms) if a != b)),
         health_lost=sum(max(0, a.state.health - b.state.health) for a, b in itertools.pairwise(records)),
         in_room_window=in_room_window, room_phi=room_phi)
 
@@ -322,6 +327,21 @@ def room_table(segments: list[Segment]) -> list[Row]:
             for room, count in steps.most_common()]
 
 
+def exit_table(segments: list[Segment]) -> list[Row]:
+    """Per room left, most exits first, where the player went next over the segments of the rooms table's epochs.
+    A branch the policy never takes shows as a neighbour with no row (docs/results.md, section 23)."""
+    exits: Counter[tuple[str, str]] = Counter()
+    for s in segments:
+        if s.in_room_window:
+            exits.update(s.room_exits)
+    left: Counter[str] = Counter()
+    for (room, _), count in exits.items():
+        left[room] += count
+    return [{"from": room, "to": to, "exits": count, "pct_of_exits": 100 * count / left[room]}
+            for room, _ in left.most_common()
+            for (leaving, to), count in exits.most_common() if leaving == room]
+
+
 def top_table(segments: list[Segment], top: int, with_run: bool) -> list[Row]:
     best = sorted(segments, key=lambda s: s.combined, reverse=True)[:top]
     return [{**({"run": s.run} if with_run else {}), "epoch": s.epoch, "segment": s.segment_id,
@@ -367,6 +387,9 @@ def tables(segments: list[Segment], milestone_names: list[str], reward_model: li
     rooms = room_table(segments)
     if rooms:
         by_title["rooms"] = rooms
+    exits = exit_table(segments)
+    if exits:
+        by_title["room exits"] = exits
     objectives = objective_table(segments)
     if objectives:
         by_title["walkthrough objectives"] = objectives
@@ -386,7 +409,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("run_dirs", nargs="+", type=Path, metavar="RUN_DIR", help="finished `zelda-rlaif up` runs")
     parser.add_argument("--top", type=int, default=8, help="how many best-combined segments to list")
     parser.add_argument("--room-epochs", type=int, default=10,
-                        help="the rooms table reads each run's last N judged epochs (0: no rooms table)")
+                        help="the rooms and room exits tables read each run's last N judged epochs (0: neither)")
     parser.add_argument("--json", type=Path, help="also write every table to this JSON file")
     args = parser.parse_args(argv)
     try:

@@ -149,6 +149,21 @@ def test_the_rooms_table_puts_the_last_models_phi_beside_the_judges_scores_room_
     assert "-- rooms" in capsys.readouterr().out
 
 
+def test_the_room_exits_table_counts_where_the_player_went_next_from_each_room(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    write_judged_run(tmp_path / "seed0")
+
+    assert main([str(tmp_path / "seed0"), "--room-epochs", "1", "--json", str(tmp_path / "diagnosis.json")]) == 0
+
+    rows = json.loads((tmp_path / "diagnosis.json").read_text())[str(tmp_path / "seed0")]["room exits"]
+    # Epoch 1: one segment goes from the start room $11 to $03 halfway, one stays, one goes indoors to the old man.
+    assert sorted((row["from"], row["to"], row["exits"], row["pct_of_exits"]) for row in rows) == [
+        ("0/11", "0/03", 1, 50.0), ("0/11", "1/00", 1, 50.0)]
+    assert "-- room exits" in capsys.readouterr().out
+    assert main([str(tmp_path / "seed0"), "--room-epochs", "0", "--json", str(tmp_path / "none.json")]) == 0
+    assert "room exits" not in json.loads((tmp_path / "none.json").read_text())[str(tmp_path / "seed0")]
+
+
 def test_the_rooms_table_has_no_phi_without_an_accepted_model(tmp_path: Path) -> None:
     write_judged_run(tmp_path / "seed0")
 
