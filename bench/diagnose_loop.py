@@ -92,7 +92,7 @@ class Segment:
     objective: ObjectiveProgress | None = None  # the walkthrough's next objective at the first step, if any
     room_steps: dict[str, int] = field(default_factory=dict)  # steps per room (``group/room``)
     health_lost: int = 0  # quarter hearts lost over the segment
-    in_room_window: bool = False  # among the epochs the rooms table reads
+    in_room_window: bool = False  # among the epochs the rooms and room exits tables read
     room_phi: dict[str, float] | None = None  # sum of the run's last reward model's Phi over the steps per room
     room_exits: dict[tuple[str, str], int] = field(default_factory=dict)  # (from room, to room) -> times
 
