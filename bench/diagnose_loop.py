@@ -337,9 +337,9 @@ def exit_table(segments: list[Segment]) -> list[Row]:
     left: Counter[str] = Counter()
     for (room, _), count in exits.items():
         left[room] += count
+    ranked = sorted(exits.items(), key=lambda item: (-left[item[0][0]], item[0][0], -item[1]))
     return [{"from": room, "to": to, "exits": count, "pct_of_exits": 100 * count / left[room]}
-            for room, _ in left.most_common()
-            for (leaving, to), count in exits.most_common() if leaving == room]
+            for (room, to), count in ranked]
 
 
 def top_table(segments: list[Segment], top: int, with_run: bool) -> list[Row]:
