@@ -80,14 +80,16 @@ class Arm:
 def trained_arms(sil_weight: float, judged_start_fraction: float,
                  judged_start_point: JudgedStartPoint = JudgedStartPoint.END,
                  judged_start_balance: JudgedStartBalance = JudgedStartBalance.SEGMENTS,
+                 judged_start_explore_steps: int | None = None,
                  preference_weight: float = 0.0, preference_count_power: float = 0.0,
                  preference_threshold: float | None = None) -> tuple[Arm, ...]:
     """The arms that train, in table order; ``sil_weight``: the loss weight of the arms that self-imitate,
     ``judged_start_fraction``: the judged_starts and preference arms' share of episodes begun at a kept segment's
-    state,
-    ``judged_start_point`` which one and ``judged_start_balance`` how they are picked, ``preference_weight``: the
-    preference arm's per-step reward weight on the reward model's score, ``preference_count_power`` the power of
-    the episodic count that divides it, ``preference_threshold`` the least Phi it pays (None: the trainer's)."""
+    state, ``judged_start_point`` which one and ``judged_start_balance`` how they are picked,
+    ``judged_start_explore_steps`` the most steps of the random walk from it (None: the trainer's),
+    ``preference_weight``: the preference arm's per-step reward weight on the reward model's score,
+    ``preference_count_power`` the power of the episodic count that divides it, ``preference_threshold`` the least
+    Phi it pays (None: the trainer's)."""
     # Each arm sets self-imitation, judged starts and the preference reward explicitly, so that the arms stay what
     # they say whatever the trainer's defaults.
     no_judged_starts = {"ZELDA_TRAINER_JUDGED_START_FRACTION": "0"}
@@ -96,7 +98,10 @@ def trained_arms(sil_weight: float, judged_start_fraction: float,
     imitation = {"ZELDA_TRAINER_SELF_IMITATION__WEIGHT": str(sil_weight)}
     judged_starts = {"ZELDA_TRAINER_JUDGED_START_FRACTION": str(judged_start_fraction),
                      "ZELDA_TRAINER_JUDGED_START_POINT": judged_start_point.value,
-                     "ZELDA_TRAINER_JUDGED_START_BALANCE": judged_start_balance.value}
+                     "ZELDA_TRAINER_JUDGED_START_BALANCE": judged_start_balance.value,
+                     "ZELDA_TRAINER_JUDGED_START_EXPLORE_STEPS": str(
+                         TRAINER_JUDGED_START_EXPLORE_STEPS if judged_start_explore_steps is None
+                         else judged_start_explore_steps)}
     # The threshold's "unset" has no env spelling the trainer reads, so the arm leaves it to the trainer then.
     threshold = ({} if preference_threshold is None
                  else {"ZELDA_TRAINER_REWARDS__PREFERENCE_THRESHOLD": str(preference_threshold)})
@@ -116,6 +121,7 @@ def trained_arms(sil_weight: float, judged_start_fraction: float,
 
 
 RANDOM = Arm("random", "random policy")
+TRAINER_JUDGED_START_EXPLORE_STEPS: int = TrainerSettings.model_fields["judged_start_explore_steps"].default
 TRAINER_REWARDS = RewardConfig()  # the preference arm's flags default to the trainer's reward weights
 TRAINER_JUDGED_START_FRACTION: float = TrainerSettings.model_fields["judged_start_fraction"].default
 ARM_NAMES = (*(arm.name for arm in trained_arms(0.0, 0.0)), RANDOM.name)
@@ -280,6 +286,10 @@ def main() -> None:
                         default=JudgedStartBalance.SEGMENTS,
                         help="judged_starts and preference arms: ZELDA_TRAINER_JUDGED_START_BALANCE, every kept state "
                         "as likely (segments) or every milestone the kept segments reached (milestones)")
+    parser.add_argument("--judged-start-explore-steps", type=int, default=TRAINER_JUDGED_START_EXPLORE_STEPS,
+                        help="judged_starts and preference arms: ZELDA_TRAINER_JUDGED_START_EXPLORE_STEPS, the most "
+                        "steps of the random walk a judged start takes before the policy plays (Go-Explore's explore "
+                        "step; 0: none; default: the trainer's)")
     parser.add_argument("--preference-weight", type=float, default=TRAINER_REWARDS.preference,
                         help="preference arm: ZELDA_TRAINER_REWARDS__PREFERENCE, the per-step reward weight on the "
                         "reward model's Phi(s) (> 0; default: the trainer's)")
@@ -311,7 +321,8 @@ def main() -> None:
                         "4 eval episodes (overrides the budget flags)")
     args = parser.parse_args()
     arms = [arm for arm in trained_arms(args.sil_weight, args.judged_start_fraction, args.judged_start_point,
-                                        args.judged_start_balance, args.preference_weight,
+                                        args.judged_start_balance, args.judged_start_explore_steps,
+                                        args.preference_weight,
                                         args.preference_count_power, args.preference_threshold)
             if arm.name in args.arms]
     imitating = bool({"self_imitation", "judged_starts", "preference"} & set(args.arms))
@@ -344,6 +355,8 @@ def main() -> None:
               + (f", self-imitation weight {args.sil_weight}" if imitating else "")
               + (f", judged starts {args.judged_start_fraction} at the {args.judged_start_point}, alike by "
                  f"{args.judged_start_balance}"
+                 + (f", then a random walk of up to {args.judged_start_explore_steps} steps"
+                    if args.judged_start_explore_steps else "")
                  if {"judged_starts", "preference"} & set(args.arms) and args.judged_start_fraction else "")
               + (f", preference weight {args.preference_weight} / count ** {args.preference_count_power}"
                  + (f" where Phi >= {args.preference_threshold}" if args.preference_threshold is not None else "")

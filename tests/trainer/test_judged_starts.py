@@ -32,12 +32,13 @@ def store(tmp_path: Path) -> ObjectStore:
 
 
 def training_env(store: ObjectStore, judged_start_fraction: float, vector_index: int = 0,
-                 episode_steps: int = EPISODE_STEPS) -> TrainingEnv:
+                 episode_steps: int = EPISODE_STEPS, explore_steps: int = 0) -> TrainingEnv:
     plan = ExportPlan(run_id=RUN, profile="testworld", segment_steps=SEGMENT_STEPS, frame_every=10,
                       export_fraction=1.0, seed=0,
                       store=StoreLocation(url=store.url, s3_endpoint=None, s3_region="us-east-1"))
     config = TrainingEnvConfig(env=EnvConfig(max_steps=episode_steps, start_jitter=0, rewards=RewardConfig(rnd=0.0)),
-                               epoch=0, export=plan, live=None, judged_start_fraction=judged_start_fraction)
+                               epoch=0, export=plan, live=None, judged_start_fraction=judged_start_fraction,
+                               judged_start_explore_steps=explore_steps)
     env = TrainingEnv(config)
     env.attach(worker_index=1, vector_index=vector_index)
     return env
@@ -177,3 +178,33 @@ def test_balanced_by_milestone_a_lone_success_is_picked_as_often_as_a_crowd(stor
     assert [weights[store.get_bytes(keys.segment_end_state(RUN, 0, s))] for s in nothing] == pytest.approx([1 / 6] * 3)
     picked = [balanced.pick(env.zelda.np_random) for _ in range(400)]
     assert 150 < picked.count(store.get_bytes(keys.segment_end_state(RUN, 0, key))) < 250
+
+
+def test_a_judged_start_with_an_explore_step_begins_where_a_random_walk_from_the_state_ended(
+        store: ObjectStore) -> None:
+    """Go-Explore's explore step: the walk is not part of the episode, which counts its steps and rooms afresh."""
+    explorer = training_env(store, judged_start_fraction=0.5)
+    explorer.reset(seed=0)
+    play_episode(explorer, Action.UP)
+    [segment] = explorer.take_completed().segments
+    end_state = store.get_bytes(keys.segment_end_state(RUN, 0, segment.segment_id))
+    end = parse_state_log(store.get_bytes(keys.segment_states(RUN, 0, segment.segment_id)))[-1].state
+
+    def starts(explore_steps: int) -> list[tuple[int, int, int]]:
+        env = training_env(store, judged_start_fraction=1.0, vector_index=1, explore_steps=explore_steps)
+        env.apply_sync(EnvSync(epoch=0, start_states=StartStates((end_state,))))
+        begun = []
+        for episode in range(12):
+            env.reset(seed=episode)
+            assert env.judged_start and env.zelda.step_count == 0
+            assert env.zelda.coverage.rooms_visited() == 1  # the walk's rooms are not the episode's
+            state = ram(env)
+            assert state["keys"] == end.keys  # the walk presses no button and keeps what the state held
+            begun.append((state["room"], state["x"], state["y"]))
+        return begun
+
+    without_walk = starts(0)
+    assert set(without_walk) == {(end.room, end.x, end.y)}
+    walked = starts(60)
+    assert len(set(walked)) >= 6  # spread around the restored state
+    assert walked == starts(60)  # drawn from the env's seeded generator: a seeded run walks the same way

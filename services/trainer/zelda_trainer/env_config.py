@@ -107,6 +107,8 @@ class TrainingEnvConfig(BaseModel):
     live: LivePlan | None = Field(description="None streams nothing to the HUD")
     judged_start_fraction: float = Field(0.0, ge=0, le=1, description="the share of episodes that begin at the end "
                                          "state of one of the best judged segments (EnvSync.start_states)")
+    judged_start_explore_steps: int = Field(0, ge=0, le=10_000, description="a judged start first walks at random "
+                                            "for up to this many steps, not trained on (explore.py); 0: none")
 
     def to_env_context(self) -> dict[str, str]:
         """What ``PPOConfig.environment(env_config=...)`` gets."""
@@ -145,6 +147,7 @@ def training_env_config(settings: TrainerSettings, profile: str, epoch: int) -> 
                 worker_index=1 if settings.num_env_runners > 0 else 0,
             ) if settings.live_frames else None,
             judged_start_fraction=settings.judged_start_fraction,
+            judged_start_explore_steps=settings.judged_start_explore_steps,
         )
     except ValidationError as exc:
         problems = "; ".join(f"{'.'.join([exc.title, *(str(part) for part in error['loc'])])}: {error['msg']}"

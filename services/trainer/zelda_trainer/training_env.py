@@ -19,6 +19,7 @@ from zelda_rlaif.game.env import ZeldaEnv
 from zelda_rlaif.segments import unpack_end_state
 from zelda_rlaif.storage import open_store
 from zelda_trainer.env_config import EnvSync, StartStates, TrainingEnvConfig
+from zelda_trainer.explore import random_walk
 from zelda_trainer.export import SegmentExporter
 from zelda_trainer.live import LiveStream
 
@@ -101,6 +102,11 @@ class TrainingEnv(gym.Wrapper[Any, int, Any, int]):
         if self.judged_start:
             options["start_state"] = unpack_end_state(self._start_states.pick(rng))
         obs, info = self.env.reset(options=options, **kwargs)
+        if self.judged_start and self.config.judged_start_explore_steps:
+            # The generator as the reset left it: a reset given a seed replaces it.
+            walked_to = random_walk(self.zelda, self.zelda.np_random, self.config.judged_start_explore_steps)
+            if walked_to is not None:  # the episode begins afresh where the walk ended
+                obs, info = self.env.reset(options={"start_state": walked_to})
         if self.exporter is not None:
             self.exporter.begin_episode(from_game_start=not self.judged_start)
         self.tally = EpisodeTally()
