@@ -24,18 +24,34 @@ DIRECTIONS = (int(Action.UP), int(Action.DOWN), int(Action.LEFT), int(Action.RIG
 KEEP_DIRECTION = 7 / 8
 
 
-def random_walk(env: ZeldaEnv, rng: np.random.Generator, max_steps: int) -> bytes | None:
-    """Walk ``env`` from its current state for a number of steps drawn from 0..``max_steps`` and return the save
-    state it reached; None where it reached nothing to start from: no step drawn, or the walk lost all its
-    hearts."""
+TRIES = 4
+
+
+def random_walk(env: ZeldaEnv, start_state: bytes, rng: np.random.Generator, max_steps: int) -> bytes | None:
+    """Walk ``env`` (just reset to ``start_state``) for a number of steps drawn from 0..``max_steps`` within the
+    room it is in, and return the save state it reached; None where it reached nothing to start from."""
     steps = int(rng.integers(0, max_steps + 1))
     if steps == 0:
         return None
+    for attempt in range(TRIES):
+        if attempt:
+            env.reset(options={"start_state": start_state})
+        if _walk(env, rng, steps):
+            return env.emulator.save_state()
+    return None
+
+
+def _walk(env: ZeldaEnv, rng: np.random.Generator, steps: int) -> bool:
+    """True where the walk stayed in its room and kept its hearts."""
+    emulator = env.emulator
+    first = emulator.decoder.raw(emulator.memory)
     direction = DIRECTIONS[int(rng.integers(len(DIRECTIONS)))]
     for _ in range(steps):
         if rng.random() >= KEEP_DIRECTION:
             direction = DIRECTIONS[int(rng.integers(len(DIRECTIONS)))]
         _, _, terminated, _, info = env.step(direction)
-        if terminated or info["state"].get("health", 1) <= 0:
-            return None
-    return env.emulator.save_state()
+        state = info["state"]
+        if terminated or state.get("health", 1) <= 0 or \
+                (state.get("group"), state.get("room")) != (first.get("group"), first.get("room")):
+            return False
+    return True

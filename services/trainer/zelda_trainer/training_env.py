@@ -104,7 +104,8 @@ class TrainingEnv(gym.Wrapper[Any, int, Any, int]):
         obs, info = self.env.reset(options=options, **kwargs)
         if self.judged_start and self.config.judged_start_explore_steps:
             # The generator as the reset left it: a reset given a seed replaces it.
-            walked_to = random_walk(self.zelda, self.zelda.np_random, self.config.judged_start_explore_steps)
+            walked_to = random_walk(self.zelda, options["start_state"], self.zelda.np_random,
+                                    self.config.judged_start_explore_steps)
             if walked_to is not None:  # the episode begins afresh where the walk ended
                 obs, info = self.env.reset(options={"start_state": walked_to})
         if self.exporter is not None:
