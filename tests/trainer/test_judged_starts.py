@@ -180,9 +180,10 @@ def test_balanced_by_milestone_a_lone_success_is_picked_as_often_as_a_crowd(stor
     assert 150 < picked.count(store.get_bytes(keys.segment_end_state(RUN, 0, key))) < 250
 
 
-def test_a_judged_start_with_an_explore_step_begins_where_a_random_walk_from_the_state_ended(
+def test_a_judged_start_with_an_explore_step_begins_where_a_random_walk_within_the_room_ended(
         store: ObjectStore) -> None:
-    """Go-Explore's explore step: the walk is not part of the episode, which counts its steps and rooms afresh."""
+    """Go-Explore's explore step: the walk stays in the restored room and is not part of the episode, which counts
+    its steps and rooms afresh."""
     explorer = training_env(store, judged_start_fraction=0.5)
     explorer.reset(seed=0)
     play_episode(explorer, Action.UP)
@@ -207,4 +208,5 @@ def test_a_judged_start_with_an_explore_step_begins_where_a_random_walk_from_the
     assert set(without_walk) == {(end.room, end.x, end.y)}
     walked = starts(60)
     assert len(set(walked)) >= 6  # spread around the restored state
+    assert {room for room, _, _ in walked} == {end.room}  # the policy takes the doorways itself
     assert walked == starts(60)  # drawn from the env's seeded generator: a seeded run walks the same way

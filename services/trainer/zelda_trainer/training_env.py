@@ -106,7 +106,7 @@ class TrainingEnv(gym.Wrapper[Any, int, Any, int]):
             # The generator as the reset left it: a reset given a seed replaces it.
             walked_to = random_walk(self.zelda, options["start_state"], self.zelda.np_random,
                                     self.config.judged_start_explore_steps)
-            if walked_to is not None:  # the episode begins afresh where the walk ended
+            if walked_to is not None:  # the episode begins afresh where the walk left it
                 obs, info = self.env.reset(options={"start_state": walked_to})
         if self.exporter is not None:
             self.exporter.begin_episode(from_game_start=not self.judged_start)
