@@ -16,7 +16,8 @@ Arms, each trained in its own ``zelda-rlaif up`` (its own processes, run directo
    (``ZELDA_TRAINER_JUDGED_START_FRACTION``) begin at the end state of one of the kept judged segments
    (``--judged-start-point start``: at the state one of the best segments on the way from the game's start began
    from, ``ZELDA_TRAINER_JUDGED_START_POINT``; ``--judged-start-balance milestones``: each milestone the kept
-   segments reached as likely, ``ZELDA_TRAINER_JUDGED_START_BALANCE``).
+   segments reached as likely, ``ZELDA_TRAINER_JUDGED_START_BALANCE``), after a random walk within that room of up
+   to ``--judged-start-explore-steps`` steps (``ZELDA_TRAINER_JUDGED_START_EXPLORE_STEPS``, 0: none).
 5. ``preference``: ``judged_starts`` plus the reward model's score paid on every step, ``--preference-weight``
    times Phi(s) (``ZELDA_TRAINER_REWARDS__PREFERENCE``, as Motif pays its LLM-preference reward): unlike shaping,
    it changes which policy the reward prefers; ``--preference-count-power`` divides it by an episodic count of
@@ -288,8 +289,8 @@ def main() -> None:
                         "as likely (segments) or every milestone the kept segments reached (milestones)")
     parser.add_argument("--judged-start-explore-steps", type=int, default=TRAINER_JUDGED_START_EXPLORE_STEPS,
                         help="judged_starts and preference arms: ZELDA_TRAINER_JUDGED_START_EXPLORE_STEPS, the most "
-                        "steps of the random walk a judged start takes before the policy plays (Go-Explore's explore "
-                        "step; 0: none; default: the trainer's)")
+                        "steps of the random walk within its room a judged start takes before the policy plays "
+                        "(Go-Explore's explore step; 0: none; default: the trainer's)")
     parser.add_argument("--preference-weight", type=float, default=TRAINER_REWARDS.preference,
                         help="preference arm: ZELDA_TRAINER_REWARDS__PREFERENCE, the per-step reward weight on the "
                         "reward model's Phi(s) (> 0; default: the trainer's)")

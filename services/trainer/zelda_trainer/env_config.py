@@ -108,7 +108,8 @@ class TrainingEnvConfig(BaseModel):
     judged_start_fraction: float = Field(0.0, ge=0, le=1, description="the share of episodes that begin at the end "
                                          "state of one of the best judged segments (EnvSync.start_states)")
     judged_start_explore_steps: int = Field(0, ge=0, le=10_000, description="a judged start first walks at random "
-                                            "for up to this many steps, not trained on (explore.py); 0: none")
+                                            "within its room for up to this many steps, not trained on (explore.py); "
+                                            "0: none")
 
     def to_env_context(self) -> dict[str, str]:
         """What ``PPOConfig.environment(env_config=...)`` gets."""
