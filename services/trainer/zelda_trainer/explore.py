@@ -11,7 +11,7 @@ The walk stays in the room it starts in: one that leaves it starts over from the
 then the episode begins at the restored state itself). So the policy still takes every doorway itself, and the
 way from the frontier room into the next one is in its batch and in the segments the judges rank. A walk that
 crossed into the next room itself began episodes there: the segments held what lay in that room but not the way in,
-and the episodes from the game's start did not learn it (docs/results.md, section 24).
+and in two seeds of five the episodes from the game's start never learned the way (docs/results.md, section 24).
 
 The walk holds one direction for a few steps at a time (Go-Explore repeats its random action with high probability)
 so that it crosses the room rather than jittering in place; it presses no button, so it opens no menu and spends no

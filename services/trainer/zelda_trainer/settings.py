@@ -173,8 +173,9 @@ class TrainerSettings(BaseSettings):
     judged_start_balance: JudgedStartBalance = JudgedStartBalance.SEGMENTS
     # Go-Explore's explore step: a judged start first walks at random within the restored room for 0..this many
     # steps (not trained on), so that the policy does not take its usual way out of the frontier every time
-    # (explore.py; docs/results.md, section 24). 0: no walk.
-    judged_start_explore_steps: int = Field(100, ge=0, le=10_000)
+    # (explore.py). 0: no walk. At 100 it gave the sword to seeds that had none and took it from others, no more
+    # seeds in all (docs/results.md, section 24), so it stays off.
+    judged_start_explore_steps: int = Field(0, ge=0, le=10_000)
     # Online LLM guidance, nested too (ZELDA_TRAINER_GUIDANCE__ENABLED=true); its API key is read by the env
     # runners from ZELDA_GUIDANCE_LLM_API_KEY, never shipped in the env config.
     guidance: GuidanceConfig = Field(default_factory=GuidanceConfig)
