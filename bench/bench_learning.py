@@ -122,9 +122,9 @@ def trained_arms(sil_weight: float, judged_start_fraction: float,
 
 
 RANDOM = Arm("random", "random policy")
-TRAINER_JUDGED_START_EXPLORE_STEPS: int = TrainerSettings.model_fields["judged_start_explore_steps"].default
 TRAINER_REWARDS = RewardConfig()  # the preference arm's flags default to the trainer's reward weights
 TRAINER_JUDGED_START_FRACTION: float = TrainerSettings.model_fields["judged_start_fraction"].default
+TRAINER_JUDGED_START_EXPLORE_STEPS: int = TrainerSettings.model_fields["judged_start_explore_steps"].default
 ARM_NAMES = (*(arm.name for arm in trained_arms(0.0, 0.0)), RANDOM.name)
 
 # --quick: the smallest epoch the settings accept with short segments and episodes (as tests/e2e/test_up.py):
