@@ -337,6 +337,9 @@ def main() -> None:
         parser.error(f"--judged-start-fraction {args.judged_start_fraction}: give a share in (0, 1]")
     if "preference" in args.arms and not 0 <= args.judged_start_fraction <= 1:
         parser.error(f"--judged-start-fraction {args.judged_start_fraction}: give a share in [0, 1] (0: none)")
+    if args.judged_start_explore_steps < 0:
+        parser.error(f"--judged-start-explore-steps {args.judged_start_explore_steps}: give a number of steps >= 0 "
+                     "(0: no walk)")
     base_env: dict[str, str] = {}
     if args.quick:
         args.epochs, args.steps_per_epoch, args.seeds, args.eval_episodes = 1, QUICK_STEPS_PER_EPOCH, [0], 4
