@@ -67,6 +67,19 @@ def test_distances_follow_the_doorways_of_the_map() -> None:
     assert WALKTHROUGH.distance(state(group=3, room=0), key) is None
 
 
+def test_the_waypoint_is_the_exit_on_the_way_then_the_objectives_spot() -> None:
+    sword = objective("take_sword")
+    # From the fork in $13 the sword room $03 lies north; from $12 the way is the gate east into $13.
+    assert WALKTHROUGH.waypoint(state(room=0x13, x=40, y=100), sword) == (72, 0)
+    assert WALKTHROUGH.waypoint(state(room=0x12, x=40, y=100), sword) == (144, 56)
+    assert WALKTHROUGH.waypoint(state(room=0x03, x=72, y=100), sword) == sword.spot
+    # Two exits lead one room closer to the key from $22 ($12 north and $21 west): the nearer one is taken.
+    key = objective("take_key")
+    assert WALKTHROUGH.waypoint(state(room=0x22, x=140, y=20), key) == (72, 0)
+    assert WALKTHROUGH.waypoint(state(room=0x22, x=4, y=100), key) == (0, 56)
+    assert WALKTHROUGH.waypoint(state(group=1, room=2), objective("reach_treasure")) is None  # no spot: arrived
+
+
 def test_the_stage_only_grows_along_the_walkthrough() -> None:
     def stage(**changes: int) -> float:
         value = WALKTHROUGH.stage(state(**changes), REACHED)

@@ -17,6 +17,7 @@ from zelda_rlaif.game.actions import Action
 from zelda_rlaif.game.env import ZeldaEnv
 from zelda_rlaif.game.guidance.planner import Plan, RulesPlanner
 from zelda_rlaif.game.guidance.snapshot import Neighbour, Snapshot, describe, take_snapshot
+from zelda_rlaif.game.profiles import get_profile
 
 planner = RulesPlanner()
 
@@ -77,6 +78,32 @@ def test_it_lines_up_with_a_doorway_before_walking_through(player: Player) -> No
     player.walk_to(y=64)
     plan = player.plan()
     assert plan.action == Action.RIGHT and "through the doorway to room 0x02" in plan.reason
+
+
+def test_following_the_walkthrough_it_takes_key_gate_and_sword_in_order(player: Player) -> None:
+    profile = get_profile("testworld")
+    guide = RulesPlanner(follow=profile)
+    first = guide.suggest(player.snapshot())
+    assert "on the way to take key in room 0x01" in first.reason  # not the nearest unvisited doorway (down)
+    reached: list[str] = []
+    for _ in range(300):  # the way is ~150 steps
+        player.press(guide.suggest(player.snapshot()).action)
+        reached += [m.name for m in profile.milestones if m.reached(player.state) and m.name not in reached]
+        if "take_sword" in reached:
+            break
+    assert reached == ["take_key", "open_gate", "take_sword"]
+    # With the sword taken, the walkthrough turns to the stairs in $20: back south out of the sword room.
+    plan = guide.suggest(player.snapshot())
+    assert (player.state["room"], plan.action) == (0x03, Action.DOWN) and "solve switch" in plan.reason
+
+
+def test_the_env_follows_the_walkthrough_only_when_told(make_env: EnvFactory) -> None:
+    for follow, expected in ((True, "on the way to take key"), (False, "room 0x21 (not visited yet)")):
+        env = make_env(text_probability=1.0, follow_walkthrough=follow)
+        env.step(Action.NOP)  # asks; the rules planner's answer is taken in on the next step
+        env.step(Action.NOP)
+        assert env.guidance is not None and env.guidance.live is not None
+        assert expected in env.guidance.live.reason
 
 
 def test_it_closes_an_open_menu(player: Player) -> None:

@@ -42,6 +42,10 @@ class GuidanceConfig(BaseModel):
     backend: Backend = Field(
         "rules", description="rules: a planner over the decoded state (local, free); openai: an OpenAI-compatible LLM"
     )
+    follow_walkthrough: bool = Field(
+        False, description="rules backend: head for the game profile's walkthrough objective next in line before "
+        "exploring (where the profile has a walkthrough), as an LLM that knows the game would"
+    )
     text_probability: float = Field(0.02, ge=0.0, le=1.0, description="chance per step of a request with the state "
                                     "summary")
     vision_probability: float = Field(0.03, ge=0.0, le=1.0, description="chance per step of a request with the screen "

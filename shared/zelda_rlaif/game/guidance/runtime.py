@@ -89,7 +89,7 @@ class GuidanceRuntime:
         self.config = config
         self.view = view
         self.counts = GuidanceCounts()
-        self.planner = planner or RulesPlanner()
+        self.planner = planner or RulesPlanner(follow=view.profile if config.follow_walkthrough else None)
         self.last_failure: str | None = None
         self._client = (GuidanceClient(config, load_settings(GuidanceSecrets).llm_api_key)
                         if config.backend == "openai" else None)

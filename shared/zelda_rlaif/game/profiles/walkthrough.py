@@ -139,6 +139,21 @@ class Walkthrough:
                       if hops_to.get(there) == hops - 1 and (spot := self._exit_spots.get((here, there)))]
         return hops + min(on_the_way, default=1.0)
 
+    def waypoint(self, state: Mapping[str, int], objective: Objective) -> tuple[int, int] | None:
+        """Where in the player's room to walk next on the way to ``objective`` (playfield pixels): its spot once in
+        its room, else the nearest exit on a shortest way. None when no passage leads there, when the objective's
+        room is reached and it has no spot, or when the way's exit from this room is not known."""
+        here = (int(state["group"]), int(state["room"]))
+        hops_to = self._hops[objective.location]
+        hops = hops_to.get(here)
+        if hops is None:
+            return None
+        if hops == 0:
+            return objective.spot
+        spots = [spot for there in self._neighbours[here]
+                 if hops_to.get(there) == hops - 1 and (spot := self._exit_spots.get((here, there)))]
+        return min(spots, key=lambda spot: self._walk(state, spot), default=None)
+
     def _walk(self, state: Mapping[str, int], spot: tuple[int, int]) -> float:
         """The share of a room between the player and ``spot``, 0-1 (Manhattan, over the room's width + height)."""
         dx, dy = abs(int(state["x"]) - spot[0]), abs(int(state["y"]) - spot[1])
