@@ -25,8 +25,9 @@ Arms, each trained in its own ``zelda-rlaif up`` (its own processes, run directo
    ``--preference-threshold`` pays it only where Phi(s) is at least that
    (``ZELDA_TRAINER_REWARDS__PREFERENCE_THRESHOLD``); ``--judged-start-fraction 0`` leaves its judged starts out.
    ``--guidance walkthrough`` adds online guidance from the rules planner, which suggests the way to the
-   walkthrough's next objective and pays agreeing with it (``ZELDA_TRAINER_GUIDANCE__ENABLED``,
-   ``..._FOLLOW_WALKTHROUGH``; ``explore``: the planner that heads for unvisited rooms instead).
+   walkthrough's next objective and pays ``--guidance-weight`` a step for agreeing with it
+   (``ZELDA_TRAINER_GUIDANCE__ENABLED``, ``..._FOLLOW_WALKTHROUGH``, ``ZELDA_TRAINER_REWARDS__GUIDANCE_TEXT``;
+   ``explore``: the planner that heads for unvisited rooms instead).
    With the defaults of the flags this arm is the trainer's defaults (docs/results.md, sections 17 and 23); the
    arms above set the preference reward to 0 and leave guidance off.
 6. ``random``: ``zelda-rlaif eval --policy random`` on the first trained run's directory (same game, same seeds).
@@ -86,14 +87,17 @@ def trained_arms(sil_weight: float, judged_start_fraction: float,
                  judged_start_balance: JudgedStartBalance = JudgedStartBalance.SEGMENTS,
                  judged_start_explore_steps: int | None = None,
                  preference_weight: float = 0.0, preference_count_power: float = 0.0,
-                 preference_threshold: float | None = None, guidance: str = "off") -> tuple[Arm, ...]:
+                 preference_threshold: float | None = None, guidance: str | None = None,
+                 guidance_weight: float | None = None) -> tuple[Arm, ...]:
     """The arms that train, in table order; ``sil_weight``: the loss weight of the arms that self-imitate,
     ``judged_start_fraction``: the judged_starts and preference arms' share of episodes begun at a kept segment's
     state, ``judged_start_point`` which one and ``judged_start_balance`` how they are picked,
     ``judged_start_explore_steps`` the most steps of the random walk from it (None: the trainer's),
     ``preference_weight``: the preference arm's per-step reward weight on the reward model's score,
     ``preference_count_power`` the power of the episodic count that divides it, ``preference_threshold`` the least
-    Phi it pays (None: the trainer's), ``guidance`` the preference arm's online guidance (one of ``GUIDANCE``)."""
+    Phi it pays (None: the trainer's), ``guidance`` the preference arm's online guidance (one of ``GUIDANCE``) and
+    ``guidance_weight`` its reward per agreeing step (None: the trainer's, for both)."""
+    guidance = TRAINER_GUIDANCE if guidance is None else guidance
     # Each arm sets self-imitation, judged starts and the preference reward explicitly, so that the arms stay what
     # they say whatever the trainer's defaults.
     no_judged_starts = {"ZELDA_TRAINER_JUDGED_START_FRACTION": "0"}
@@ -101,7 +105,9 @@ def trained_arms(sil_weight: float, judged_start_fraction: float,
     no_imitation = {"ZELDA_TRAINER_SELF_IMITATION__WEIGHT": "0", **no_judged_starts, **no_preference}
     guided = {"ZELDA_TRAINER_GUIDANCE__ENABLED": str(guidance != "off").lower(),
               "ZELDA_TRAINER_GUIDANCE__BACKEND": "rules",
-              "ZELDA_TRAINER_GUIDANCE__FOLLOW_WALKTHROUGH": str(guidance == "walkthrough").lower()}
+              "ZELDA_TRAINER_GUIDANCE__FOLLOW_WALKTHROUGH": str(guidance == "walkthrough").lower(),
+              "ZELDA_TRAINER_REWARDS__GUIDANCE_TEXT": str(
+                  TRAINER_REWARDS.guidance_text if guidance_weight is None else guidance_weight)}
     imitation = {"ZELDA_TRAINER_SELF_IMITATION__WEIGHT": str(sil_weight)}
     judged_starts = {"ZELDA_TRAINER_JUDGED_START_FRACTION": str(judged_start_fraction),
                      "ZELDA_TRAINER_JUDGED_START_POINT": judged_start_point.value,
@@ -129,6 +135,9 @@ def trained_arms(sil_weight: float, judged_start_fraction: float,
 
 RANDOM = Arm("random", "random policy")
 GUIDANCE = ("off", "explore", "walkthrough")
+_TRAINER_GUIDANCE = TrainerSettings.model_fields["guidance"].get_default(call_default_factory=True)
+TRAINER_GUIDANCE = ("off" if not _TRAINER_GUIDANCE.enabled
+                    else "walkthrough" if _TRAINER_GUIDANCE.follow_walkthrough else "explore")
 TRAINER_REWARDS = RewardConfig()  # the preference arm's flags default to the trainer's reward weights
 TRAINER_JUDGED_START_FRACTION: float = TrainerSettings.model_fields["judged_start_fraction"].default
 TRAINER_JUDGED_START_EXPLORE_STEPS: int = TrainerSettings.model_fields["judged_start_explore_steps"].default
@@ -308,10 +317,13 @@ def main() -> None:
     parser.add_argument("--preference-threshold", type=float, default=TRAINER_REWARDS.preference_threshold,
                         help="preference arm: ZELDA_TRAINER_REWARDS__PREFERENCE_THRESHOLD, the least Phi(s) the "
                         "preference reward pays (default: the trainer's)")
-    parser.add_argument("--guidance", choices=GUIDANCE, default="off",
+    parser.add_argument("--guidance", choices=GUIDANCE, default=TRAINER_GUIDANCE,
                         help="preference arm: online guidance from the rules planner (ZELDA_TRAINER_GUIDANCE__*), "
                         "paying agreement with its suggestions: walkthrough follows the walkthrough to the next "
-                        "objective, explore heads for unvisited rooms; default off, the trainer's")
+                        "objective, explore heads for unvisited rooms; default: the trainer's")
+    parser.add_argument("--guidance-weight", type=float, default=TRAINER_REWARDS.guidance_text,
+                        help="preference arm with --guidance: ZELDA_TRAINER_REWARDS__GUIDANCE_TEXT, the reward per "
+                        "step whose action agrees with the live suggestion (>= 0; default: the trainer's)")
     parser.add_argument("--epochs", type=int, default=2, help="epochs per training run")
     parser.add_argument("--steps-per-epoch", type=int, default=16384, help="env steps per epoch")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2], help="training seeds (ZELDA_TRAINER_SEED)")
@@ -335,7 +347,8 @@ def main() -> None:
     arms = [arm for arm in trained_arms(args.sil_weight, args.judged_start_fraction, args.judged_start_point,
                                         args.judged_start_balance, args.judged_start_explore_steps,
                                         args.preference_weight,
-                                        args.preference_count_power, args.preference_threshold, args.guidance)
+                                        args.preference_count_power, args.preference_threshold, args.guidance,
+                                        args.guidance_weight)
             if arm.name in args.arms]
     imitating = bool({"self_imitation", "judged_starts", "preference"} & set(args.arms))
     if not arms:
@@ -348,6 +361,8 @@ def main() -> None:
         parser.error(f"--judged-start-fraction {args.judged_start_fraction}: give a share in (0, 1]")
     if "preference" in args.arms and not 0 <= args.judged_start_fraction <= 1:
         parser.error(f"--judged-start-fraction {args.judged_start_fraction}: give a share in [0, 1] (0: none)")
+    if args.guidance_weight < 0:
+        parser.error(f"--guidance-weight {args.guidance_weight}: give a reward >= 0 per agreeing step")
     if args.judged_start_explore_steps < 0:
         parser.error(f"--judged-start-explore-steps {args.judged_start_explore_steps}: give a number of steps >= 0 "
                      "(0: no walk)")
@@ -376,7 +391,8 @@ def main() -> None:
               + (f", preference weight {args.preference_weight} / count ** {args.preference_count_power}"
                  + (f" where Phi >= {args.preference_threshold}" if args.preference_threshold is not None else "")
                  if "preference" in args.arms else "")
-              + (f", guidance {args.guidance}" if "preference" in args.arms and args.guidance != "off" else "")
+              + (f", guidance {args.guidance} ({args.guidance_weight} a step agreeing)"
+                 if "preference" in args.arms and args.guidance != "off" else "")
               + (", --quick" if args.quick else ""))
     rows: list[dict] = []
     for arm in arms:
