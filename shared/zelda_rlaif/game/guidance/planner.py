@@ -7,7 +7,9 @@ In order of priority:
 4. an enemy is right in front and the player has a sword: B;
 5. with a game profile whose walkthrough it follows (``GuidanceConfig.follow_walkthrough``): head for the
    walkthrough's next objective, to its spot in its room or to the exit on the way there, lining up with the
-   exit's doorway first. This is what an LLM that knows the game brings, as the judges' walkthrough does;
+   exit's doorway first. This is what an LLM that knows the game brings, as the judges' walkthrough does. It
+   walks straight lines: an obstacle between the player and the spot gets one sidestep, not a way around (in the
+   test world it takes key, gate and sword this way, and stops at a pillar short of the switch);
 6. otherwise head for a doorway: the nearest one leading to a neighbour room not visited this episode, else
    the one to the least-visited neighbour. First line up with the doorway (doorways sit in the middle of
    each edge: exact in the test world, a rule of thumb in Oracle), then walk through it.
@@ -29,6 +31,7 @@ from zelda_rlaif.game.profiles.base import GameProfile
 
 _WALK = (Action.UP, Action.RIGHT, Action.DOWN, Action.LEFT)  # indexed by facing direction
 _STEP = ((0, -1), (1, 0), (0, 1), (-1, 0))  # unit vector of each facing direction
+_SPRITE_PX = 16  # the player's width and height: a spot within this of an edge is a doorway on that edge
 
 
 @dataclass(frozen=True)
@@ -106,8 +109,8 @@ class RulesPlanner:
         dx, dy = spot[0] - x, spot[1] - y
         # An exit on an edge is walked through along the edge's axis; a spot inside the room is lined up with
         # across first and then walked to up or down, the way stairs and items behind a gap are entered.
-        on_edge_x = spot[0] <= 0 or spot[0] >= s.room_width - 16
-        on_edge_y = spot[1] <= 0 or spot[1] >= s.room_height - 16
+        on_edge_x = spot[0] <= 0 or spot[0] >= s.room_width - _SPRITE_PX
+        on_edge_y = spot[1] <= 0 or spot[1] >= s.room_height - _SPRITE_PX
         along_y = not on_edge_x or on_edge_y
         if along_y and abs(dx) > self.waypoint_px:
             plan = Plan(Action.RIGHT if dx > 0 else Action.LEFT, f"line up with the spot at {spot} {goal}")
