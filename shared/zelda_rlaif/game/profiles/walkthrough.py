@@ -128,31 +128,37 @@ class Walkthrough:
         to walk, to the objective's spot in its room (0 on the spot) or to the nearest exit on a shortest way (a
         whole room where no exit is known). It falls as the player walks the way, at doorways too. None when no
         passage leads there."""
-        here = (int(state["group"]), int(state["room"]))
-        hops_to = self._hops[objective.location]
-        hops = hops_to.get(here)
-        if hops is None:
+        way = self._way(state, objective)
+        if way is None:
             return None
+        hops, exits = way
         if hops == 0:
             return 0.0 if objective.spot is None else self._walk(state, objective.spot)
-        on_the_way = [self._walk(state, spot) for there in self._neighbours[here]
-                      if hops_to.get(there) == hops - 1 and (spot := self._exit_spots.get((here, there)))]
-        return hops + min(on_the_way, default=1.0)
+        return hops + min((self._walk(state, spot) for spot in exits), default=1.0)
 
     def waypoint(self, state: Mapping[str, int], objective: Objective) -> tuple[int, int] | None:
         """Where in the player's room to walk next on the way to ``objective`` (playfield pixels): its spot once in
         its room, else the nearest exit on a shortest way. None when no passage leads there, when the objective's
         room is reached and it has no spot, or when the way's exit from this room is not known."""
+        way = self._way(state, objective)
+        if way is None:
+            return None
+        hops, exits = way
+        if hops == 0:
+            return objective.spot
+        return min(exits, key=lambda spot: self._walk(state, spot), default=None)
+
+    def _way(self, state: Mapping[str, int], objective: Objective) -> tuple[int, list[tuple[int, int]]] | None:
+        """The doorways between the player's room and the objective's, and the known exits from this room that
+        lead one room closer (none once in its room). None when no passage leads there."""
         here = (int(state["group"]), int(state["room"]))
         hops_to = self._hops[objective.location]
         hops = hops_to.get(here)
         if hops is None:
             return None
-        if hops == 0:
-            return objective.spot
-        spots = [spot for there in self._neighbours[here]
-                 if hops_to.get(there) == hops - 1 and (spot := self._exit_spots.get((here, there)))]
-        return min(spots, key=lambda spot: self._walk(state, spot), default=None)
+        exits = [spot for there in self._neighbours[here]
+                 if hops_to.get(there) == hops - 1 and (spot := self._exit_spots.get((here, there)))] if hops else []
+        return hops, exits
 
     def _walk(self, state: Mapping[str, int], spot: tuple[int, int]) -> float:
         """The share of a room between the player and ``spot``, 0-1 (Manhattan, over the room's width + height)."""
