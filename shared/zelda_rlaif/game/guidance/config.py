@@ -79,6 +79,9 @@ class GuidanceConfig(BaseModel):
         if self.text_probability + (self.vision_probability if self.sees_screen else 0.0) > 1.0:
             raise ValueError("text_probability + vision_probability cannot exceed 1 (one request per step at most)")
         if self.enabled and self.backend == "openai":
+            if self.follow_walkthrough:
+                raise ValueError("follow_walkthrough is for the rules backend: an LLM finds the way itself; unset "
+                                 "ZELDA_TRAINER_GUIDANCE__FOLLOW_WALKTHROUGH or use the rules backend")
             if self.llm_url is None:
                 raise ValueError("the openai guidance backend needs llm_url (trainer: ZELDA_TRAINER_GUIDANCE__LLM_URL)")
             if self.llm_model is None:
