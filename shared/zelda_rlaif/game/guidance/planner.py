@@ -101,8 +101,10 @@ class RulesPlanner:
         if self.walkthrough is None:
             return None
         objective = self.walkthrough.next_objective(s.state, self._reached)
-        spot = None if objective is None else self.walkthrough.waypoint(s.state, objective)
-        if objective is None or spot is None:
+        if objective is None:
+            return None
+        spot = self.walkthrough.waypoint(s.state, objective)
+        if spot is None:
             return None
         goal = f"on the way to {objective.milestone.replace('_', ' ')} in room 0x{objective.room:02X}"
         x, y = s.state.get("x", 0), s.state.get("y", 0)
@@ -122,11 +124,16 @@ class RulesPlanner:
         else:
             right = spot[0] > 0 if on_edge_x else dx > 0
             plan = Plan(Action.RIGHT if right else Action.LEFT, f"walk to the spot at {spot} {goal}")
-        blocked = s.recent_actions[0] if s.recent_actions and s.still_steps >= self.stuck_after else None
+        blocked = self._blocked(s)
         return self._sidestep(s, blocked) if plan.action == blocked else plan
 
+    def _blocked(self, s: Snapshot) -> int | None:
+        """The direction last pressed, when the player has not moved for ``stuck_after`` steps since: taken to be
+        blocked."""
+        return s.recent_actions[0] if s.recent_actions and s.still_steps >= self.stuck_after else None
+
     def _explore(self, s: Snapshot) -> Plan:
-        blocked = s.recent_actions[0] if s.recent_actions and s.still_steps >= self.stuck_after else None
+        blocked = self._blocked(s)
         visits = {d: n.visits for d, n in enumerate(s.neighbours) if n is not None}
         unvisited = [d for d, count in visits.items() if count == 0]
         if unvisited:
