@@ -32,13 +32,13 @@ def store(tmp_path: Path) -> ObjectStore:
 
 
 def training_env(store: ObjectStore, judged_start_fraction: float, vector_index: int = 0,
-                 episode_steps: int = EPISODE_STEPS, explore_steps: int = 0) -> TrainingEnv:
+                 episode_steps: int = EPISODE_STEPS, explore_steps: int = 0, lead_steps: int = 0) -> TrainingEnv:
     plan = ExportPlan(run_id=RUN, profile="testworld", segment_steps=SEGMENT_STEPS, frame_every=10,
                       export_fraction=1.0, seed=0,
                       store=StoreLocation(url=store.url, s3_endpoint=None, s3_region="us-east-1"))
     config = TrainingEnvConfig(env=EnvConfig(max_steps=episode_steps, start_jitter=0, rewards=RewardConfig(rnd=0.0)),
                                epoch=0, export=plan, live=None, judged_start_fraction=judged_start_fraction,
-                               judged_start_explore_steps=explore_steps)
+                               judged_start_explore_steps=explore_steps, judged_start_lead_steps=lead_steps)
     env = TrainingEnv(config)
     env.attach(worker_index=1, vector_index=vector_index)
     return env
@@ -210,3 +210,44 @@ def test_a_judged_start_with_an_explore_step_begins_where_a_random_walk_within_t
     assert len(set(walked)) >= 6  # spread around the restored state
     assert {room for room, _, _ in walked} == {end.room}  # the policy takes the doorways itself
     assert walked == starts(60)  # drawn from the env's seeded generator: a seeded run walks the same way
+
+
+def test_a_lead_plays_the_walkthroughs_way_out_of_the_restored_room_as_the_episodes_first_steps(
+        store: ObjectStore) -> None:
+    """From the key room with the key, the walkthrough's next objective is the gate in $12, by way of $11: the planner
+    walks the player out into $11 and the policy plays on from there. The lead's steps are the episode's, recorded in
+    its exported segment (what self-imitation learns from), so the policy's first step is not step 0."""
+    explorer = training_env(store, judged_start_fraction=0.5)
+    explorer.reset(seed=0)
+    play_episode(explorer, Action.UP)
+    [segment] = explorer.take_completed().segments
+    end_state = store.get_bytes(keys.segment_end_state(RUN, 0, segment.segment_id))
+    end = parse_state_log(store.get_bytes(keys.segment_states(RUN, 0, segment.segment_id)))[-1].state
+    assert (end.group, end.room, end.keys) == (0, 0x01, 1)
+
+    def led_env(lead_steps: int) -> TrainingEnv:
+        env = training_env(store, judged_start_fraction=1.0, vector_index=1, episode_steps=2 * SEGMENT_STEPS,
+                           lead_steps=lead_steps)
+        env.apply_sync(EnvSync(epoch=0, start_states=StartStates((end_state,))))
+        env.reset(seed=0)
+        assert env.judged_start
+        return env
+
+    env = led_env(SEGMENT_STEPS)
+    led = env.zelda.step_count
+    begun = ram(env)
+    assert 0 < led < SEGMENT_STEPS and (begun["group"], begun["room"]) == (0, 0x11)
+    assert begun["keys"] == 1  # still holding the key the restored state held
+    play_episode(env, Action.NOP)
+    completed = env.take_completed()
+    assert completed.episodes == []  # a judged start: not one of the epoch's figures
+    first = parse_state_log(store.get_bytes(keys.segment_states(RUN, 0, completed.segments[0].segment_id)))
+    assert [record.step for record in first[:led]] == list(range(led))
+    assert [record.state.room for record in first[:led]][-1] == 0x11
+    assert all(record.state.room == 0x01 for record in first[:led - 1])
+    assert {record.action for record in first[:led]} <= {int(Action.DOWN), int(Action.LEFT), int(Action.RIGHT)}
+    assert {record.action for record in first[led:]} == {int(Action.NOP)}  # then the policy's
+
+    # A lead cut short by its step limit leaves the player in the restored room, the steps taken still the episode's.
+    short = led_env(5)
+    assert short.zelda.step_count == 5 and ram(short)["room"] == 0x01

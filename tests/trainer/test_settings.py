@@ -25,6 +25,12 @@ def test_the_defaults_leave_room_for_segments() -> None:
     assert settings.steps_per_env_per_epoch >= settings.segment_steps
 
 
+def test_a_lead_that_would_leave_the_policy_no_step_is_refused() -> None:
+    with pytest.raises(ValidationError, match="give it fewer steps than ZELDA_TRAINER_EPISODE_STEPS"):
+        TrainerSettings(episode_steps=600, judged_start_lead_steps=600)
+    assert TrainerSettings(episode_steps=600, judged_start_lead_steps=80).judged_start_lead_steps == 80
+
+
 def test_an_unknown_game_profile_is_refused_with_the_known_ones() -> None:
     with pytest.raises(ValidationError, match="unknown game profile; known profiles: testworld, oracle-of-seasons"):
         TrainerSettings(profile="zelda")

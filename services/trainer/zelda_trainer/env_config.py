@@ -110,6 +110,9 @@ class TrainingEnvConfig(BaseModel):
     judged_start_explore_steps: int = Field(0, ge=0, le=10_000, description="a judged start first walks at random "
                                             "within its room for up to this many steps, not trained on (explore.py); "
                                             "0: none")
+    judged_start_lead_steps: int = Field(0, ge=0, le=10_000, description="at a judged start the guidance planner "
+                                         "plays the first steps, until it has walked into another room or for at "
+                                         "most this many, as part of the episode (lead.py); 0: none")
 
     def to_env_context(self) -> dict[str, str]:
         """What ``PPOConfig.environment(env_config=...)`` gets."""
@@ -149,6 +152,7 @@ def training_env_config(settings: TrainerSettings, profile: str, epoch: int) -> 
             ) if settings.live_frames else None,
             judged_start_fraction=settings.judged_start_fraction,
             judged_start_explore_steps=settings.judged_start_explore_steps,
+            judged_start_lead_steps=settings.judged_start_lead_steps,
         )
     except ValidationError as exc:
         problems = "; ".join(f"{'.'.join([exc.title, *(str(part) for part in error['loc'])])}: {error['msg']}"

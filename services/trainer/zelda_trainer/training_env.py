@@ -21,6 +21,7 @@ from zelda_rlaif.storage import open_store
 from zelda_trainer.env_config import EnvSync, StartStates, TrainingEnvConfig
 from zelda_trainer.explore import random_walk
 from zelda_trainer.export import SegmentExporter
+from zelda_trainer.lead import Lead
 from zelda_trainer.live import LiveStream
 
 
@@ -75,6 +76,7 @@ class TrainingEnv(gym.Wrapper[Any, int, Any, int]):
         # Segments keep their end state only for judged starts: saving one costs ~13 ms.
         self._save_end_state = env.emulator.save_state if config.judged_start_fraction else None
         self._epoch = config.epoch  # until the driver moves it on; an exporter opened later starts here
+        self._lead = Lead(env, config.judged_start_lead_steps) if config.judged_start_lead_steps else None
 
     def attach(self, worker_index: int, vector_index: int) -> None:
         """Name this env (``w<worker>v<slot>``, unique within a run) and open its exporter and live stream."""
@@ -108,12 +110,33 @@ class TrainingEnv(gym.Wrapper[Any, int, Any, int]):
                                     self.config.judged_start_explore_steps)
             if walked_to is not None:  # the episode begins afresh where the walk left it
                 obs, info = self.env.reset(options={"start_state": walked_to})
+        self._begin_episode(info["state"])
+        if self.judged_start and self._lead is not None:
+            led_to = self._follow_lead(self._lead, obs)
+            if led_to is not None:
+                obs = led_to
+            else:  # the episode ended during the lead: it begins at the restored state, unled
+                obs, info = self.env.reset(options={"start_state": options["start_state"]})
+                self._begin_episode(info["state"])
+        return obs, {}
+
+    def _begin_episode(self, state: dict[str, Any]) -> None:
         if self.exporter is not None:
             self.exporter.begin_episode(from_game_start=not self.judged_start)
         self.tally = EpisodeTally()
-        state = info["state"]
         self.tally.new_rooms.append((state["group"], state["room"]))  # reported with the first step
-        return obs, {}
+
+    def _follow_lead(self, lead: Lead, obs: Any) -> Any | None:
+        """Play the lead's steps as the episode's first ones (recorded and exported like the policy's, see
+        ``lead.py``); the observation the policy then plays from, or None where the episode ended during the lead."""
+        rooms_entered: list[tuple[int, int]] = []
+        for action in lead.actions():
+            obs, _, terminated, truncated, news = self.step(action)
+            rooms_entered += news.get("new_rooms", [])
+            if terminated or truncated:
+                return None
+        self.tally.new_rooms = rooms_entered + self.tally.new_rooms  # reported with the policy's first step
+        return obs
 
     def step(self, action: int) -> tuple[Any, float, bool, bool, dict[str, Any]]:
         step = self.zelda.step_count
