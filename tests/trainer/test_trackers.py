@@ -146,6 +146,11 @@ def mlflow_artifacts(client: MlflowClient, run: Any, path: str = "") -> set[str]
     return found
 
 
+# What ``metrics.learning_figures`` makes of a training iteration's result.
+LEARNING_FIGURES = {"learner/policy_loss": -0.02, "learner/entropy": 2.05, "reward/new_tile": 1.5,
+                    "guidance/agreement_rate": 0.25}
+
+
 def expected_curves(epochs: int) -> dict[str, list[tuple[int, float]]]:
     curves: dict[str, list[tuple[int, float]]] = {}
     for epoch in range(epochs):
@@ -166,7 +171,7 @@ def assert_curves(actual: Mapping[str, list[tuple[int, float]]], expected: Mappi
 def log_two_epochs(trackers: Trackers, store: ObjectStore, tmp_path: Path) -> None:
     """What a trainer hands its trackers over two epochs, the first one judged and evaluated."""
     trackers.start()
-    trackers.log_epoch(epoch_report(0), keys.checkpoint(RUN, 0))
+    trackers.log_epoch(epoch_report(0), keys.checkpoint(RUN, 0), LEARNING_FIGURES)
     trackers.log_reward_model(store_judging(store, RUN, 0))
     video = gif(tmp_path / "best.gif")
     trackers.log_eval(eval_report(0), video)
@@ -195,6 +200,7 @@ def test_every_figure_reaches_tensorboard_and_mlflow_at_env_steps(tmp_path: Path
 
     expected = expected_curves(2)
     at_epoch_0 = STEPS_PER_EPOCH
+    expected |= {name: [(at_epoch_0, value)] for name, value in LEARNING_FIGURES.items()}
     expected |= {name: [(at_epoch_0, value)] for name, value in EXPECTED_JUDGE_FIGURES.items()}
     expected |= {f"eval/{name}": [(at_epoch_0, value)] for name, value in epoch_report(0).episodes.flat().items()}
     assert "milestone/score" in expected and "throughput/env_steps_per_s" in expected
@@ -442,6 +448,11 @@ async def test_the_trainer_logs_epochs_judge_scores_evaluations_and_checkpoints(
     scalars = tensorboard_scalars(tmp_path / "tb" / run_id)
     assert_curves(scalars, expected)
     assert any(name.startswith("eval/") for name in scalars), sorted(scalars)
+    # What RLlib's learner and the env callbacks reported in the epoch's last iteration, at the same env steps.
+    learning = {"learner/policy_loss", "learner/vf_loss", "learner/entropy", "learner/mean_kl_loss",
+                "reward/new_tile"}
+    assert learning <= set(scalars), sorted(scalars)
+    assert all(scalars[name][0][0] == report.env_steps for name in learning)
 
     client = MlflowClient(tracking_uri=uri)
     run = mlflow_run(client, run_id)

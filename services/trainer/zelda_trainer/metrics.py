@@ -1,8 +1,8 @@
 """Read the numbers we care about out of an RLlib result dict (its nesting differs between versions).
 
-Only what RLlib counts itself (env steps, episodes) and what the callbacks log (reward components, the rooms
-heat map). The episodes' figures come from the envs, for the whole epoch (``zelda_rlaif.episodes``), not from
-RLlib's windowed means.
+Only what RLlib counts itself (env steps, episodes), what its learner reports (losses, entropy, KL) and what the
+callbacks log (reward components, online guidance, the rooms heat map). The episodes' figures come from the envs,
+for the whole epoch (``zelda_rlaif.episodes``), not from RLlib's windowed means.
 """
 
 from __future__ import annotations
@@ -46,6 +46,33 @@ def reward_components(result: dict[str, Any]) -> dict[str, float]:
     prefix = "zelda/reward/"
     finite = {k[len(prefix):]: _finite(v) for k, v in runners.items() if k.startswith(prefix)}
     return {name: value for name, value in finite.items() if value is not None}
+
+
+def guidance_counters(result: dict[str, Any]) -> dict[str, float]:
+    runners = result.get("env_runners", {})
+    prefix = "zelda/guidance/"
+    finite = {k[len(prefix):]: _finite(v) for k, v in runners.items() if k.startswith(prefix)}
+    return {name: value for name, value in finite.items() if value is not None}
+
+
+def learner_figures(result: dict[str, Any], module_id: str = "default_policy") -> dict[str, float]:
+    """Every number RLlib's learner reported for the policy module in this iteration (``policy_loss``, ``vf_loss``,
+    ``entropy``, ``mean_kl_loss``, ``vf_explained_var``, ``self_imitation_loss``, ...), under RLlib's names."""
+    reported = _find(result, ("learners", module_id)) or {}
+    figures = {name: _finite(value) for name, value in reported.items()
+               if isinstance(value, int | float) and not isinstance(value, bool)}
+    return {name: value for name, value in figures.items() if value is not None}
+
+
+def learning_figures(result: dict[str, Any]) -> dict[str, float]:
+    """What the trackers log beside the epoch's report, from a training iteration's result, under their metric
+    names: ``learner/<name>`` (``learner_figures``), ``reward/<component>`` (mean per episode over RLlib's window)
+    and ``guidance/<counter>`` (online guidance, when it is on)."""
+    return {
+        **{f"learner/{name}": value for name, value in learner_figures(result).items()},
+        **{f"reward/{name}": value for name, value in reward_components(result).items()},
+        **{f"guidance/{name}": value for name, value in guidance_counters(result).items()},
+    }
 
 
 def rooms_seen(result: dict[str, Any]) -> list[tuple[int, int]]:

@@ -263,7 +263,7 @@ class Trainer:
             run_id=self.run_id, epoch=epoch, env_steps=steps, wall_time_s=wall_time_s, reward_model_epoch=model_epoch,
             policy_fingerprint=checkpoints.fingerprint(algo.get_module().get_state(inference_only=True)), stats=stats)
         checkpoint = await asyncio.to_thread(checkpoints.save, self.store, algo, meta)
-        self.trackers.log_epoch(report, checkpoint)
+        self.trackers.log_epoch(report, checkpoint, metrics.learning_figures(result))
         if self.evaluator.due(epoch):
             try:
                 await asyncio.to_thread(self.evaluator.evaluate, algo.get_module(), epoch, steps,

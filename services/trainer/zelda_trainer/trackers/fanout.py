@@ -61,12 +61,15 @@ class Trackers:
         self._thread.start()
         self._jobs.put(self._start)
 
-    def log_epoch(self, report: EpochReport, checkpoint: str | None = None) -> None:
-        """The epoch's ``EpochReport.flat()`` at x = its env steps, and the checkpoint stored at ``checkpoint`` (a
-        ``keys.checkpoint`` prefix) as artifacts."""
+    def log_epoch(self, report: EpochReport, checkpoint: str | None = None,
+                  learning: Mapping[str, float] | None = None) -> None:
+        """The epoch's ``EpochReport.flat()`` and ``learning`` (the learner's and the callbacks' figures of its last
+        training iteration, ``metrics.learning_figures``) at x = its env steps, and the checkpoint stored at
+        ``checkpoint`` (a ``keys.checkpoint`` prefix) as artifacts."""
+        figures = {**report.flat(), **(learning or {})}
 
         def job() -> None:
-            self._log_metrics(f"epoch {report.epoch}", report.flat(), report.env_steps)
+            self._log_metrics(f"epoch {report.epoch}", figures, report.env_steps)
             if checkpoint is not None:
                 self._log_stored(f"epoch {report.epoch}'s checkpoint", checkpoint, f"checkpoints/epoch_{report.epoch}")
 
