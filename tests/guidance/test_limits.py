@@ -85,8 +85,6 @@ def test_the_rules_backend_is_not_rate_limited(make_env: EnvFactory) -> None:
     ({"llm_url": "vllm:8000"}, r"not an http\(s\) URL"),
     ({"backend": "openai", "text_probability": 0.6, "vision_probability": 0.6}, "cannot exceed 1"),
     ({"expiry_steps": 0}, "greater than or equal to 1"),
-    ({"enabled": True, "backend": "openai", "llm_url": "http://llm:8000/v1", "llm_model": "m",
-      "follow_walkthrough": True}, "follow_walkthrough is for the rules backend"),
 ])
 def test_bad_settings_say_what_to_fix(values: dict[str, object], message: str) -> None:
     with pytest.raises(ValidationError, match=message):

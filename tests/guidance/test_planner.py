@@ -50,8 +50,8 @@ class Player:
         if y is not None and abs(self.state["y"] - y) >= 4:
             self.hold(Action.DOWN if y > self.state["y"] else Action.UP, lambda s: abs(s["y"] - y) < 4)
 
-    def snapshot(self) -> Snapshot:
-        return take_snapshot(self.env, self.state, self.env.still_steps)
+    def snapshot(self, *, walkthrough: bool = False) -> Snapshot:
+        return take_snapshot(self.env, self.state, self.env.still_steps, walkthrough=walkthrough)
 
     def plan(self) -> Plan:
         return planner.suggest(self.snapshot())
@@ -82,18 +82,17 @@ def test_it_lines_up_with_a_doorway_before_walking_through(player: Player) -> No
 
 def test_following_the_walkthrough_it_takes_key_gate_and_sword_in_order(player: Player) -> None:
     profile = get_profile("testworld")
-    guide = RulesPlanner(follow=profile)
-    first = guide.suggest(player.snapshot())
+    first = planner.suggest(player.snapshot(walkthrough=True))
     assert "on the way to take key in room 0x01" in first.reason  # not the nearest unvisited doorway (down)
     reached: list[str] = []
     for _ in range(300):  # the way is ~150 steps
-        player.press(guide.suggest(player.snapshot()).action)
+        player.press(planner.suggest(player.snapshot(walkthrough=True)).action)
         reached += [m.name for m in profile.milestones if m.reached(player.state) and m.name not in reached]
         if "take_sword" in reached:
             break
     assert reached == ["take_key", "open_gate", "take_sword"]
     # With the sword taken, the walkthrough turns to the stairs in $20: back south out of the sword room.
-    plan = guide.suggest(player.snapshot())
+    plan = planner.suggest(player.snapshot(walkthrough=True))
     assert (player.state["room"], plan.action) == (0x03, Action.DOWN) and "solve switch" in plan.reason
 
 
@@ -174,3 +173,8 @@ def test_the_summary_states_the_facts_a_model_needs(player: Player) -> None:
     assert "right: room 0x02 (not visited yet)" in text
     assert "Text box showing: no. Menu open: no." in text
     assert "Last actions (newest first): up, up, up, up." in text
+    assert "walkthrough" not in text  # unless asked for: guidance without follow_walkthrough
+    # With the key taken, the walkthrough's next objective is the gate in $12, by way of the doorway down to $11.
+    player.hold(Action.UP, lambda s: s["keys"] == 1)
+    text = describe(player.snapshot(walkthrough=True))
+    assert "Next objective of the game's walkthrough: open gate in room 0x12; walk to (" in text

@@ -48,6 +48,18 @@ def test_a_text_request_carries_the_state_summary_and_its_answer_becomes_the_liv
     assert guide.counts.answers == 1 and guide.counts.failures == 0
 
 
+def test_an_llm_told_to_follow_the_walkthrough_reads_its_next_objective_in_the_summary(
+    make_env: EnvFactory, llm: OpenAIServer
+) -> None:
+    env = make_env(**llm_settings(llm), follow_walkthrough=True)
+    guide = runtime(env)
+    env.step(Action.NOP)
+    assert guide.settle()
+    [request] = llm.chat_requests()
+    summary = request.body["messages"][-1]["content"]
+    assert "Next objective of the game's walkthrough: take key in room 0x01; walk to (" in summary
+
+
 def test_a_vision_request_carries_the_screen_of_its_step_as_a_png_data_url(
     make_env: EnvFactory, llm: OpenAIServer
 ) -> None:

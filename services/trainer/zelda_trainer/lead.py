@@ -28,7 +28,7 @@ class Lead:
     def __init__(self, env: ZeldaEnv, max_steps: int) -> None:
         self.env = env
         self.max_steps = max_steps
-        self.planner = RulesPlanner(follow=env.profile)
+        self.planner = RulesPlanner()
 
     def actions(self) -> Iterator[int]:
         """The planner's action for each next step, while the player is still in the room the lead began in, at
@@ -39,7 +39,8 @@ class Lead:
             state = emulator.decoder.raw(emulator.memory)
             if _location(state) != room:
                 return
-            yield int(self.planner.suggest(take_snapshot(self.env, state, self.env.still_steps)).action)
+            snapshot = take_snapshot(self.env, state, self.env.still_steps, walkthrough=True)
+            yield int(self.planner.suggest(snapshot).action)
 
 
 def _location(state: dict[str, int]) -> tuple[int, int]:

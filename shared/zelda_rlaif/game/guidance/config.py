@@ -43,8 +43,9 @@ class GuidanceConfig(BaseModel):
         "rules", description="rules: a planner over the decoded state (local, free); openai: an OpenAI-compatible LLM"
     )
     follow_walkthrough: bool = Field(
-        False, description="rules backend: head for the game profile's walkthrough objective next in line before "
-        "exploring (where the profile has a walkthrough), as an LLM that knows the game would"
+        False, description="tell guidance the game profile's walkthrough objective next in line and the way there "
+        "(where the profile has a walkthrough): the rules planner heads for it before exploring, an LLM reads it in "
+        "the state summary"
     )
     text_probability: float = Field(0.02, ge=0.0, le=1.0, description="chance per step of a request with the state "
                                     "summary")
@@ -79,9 +80,6 @@ class GuidanceConfig(BaseModel):
         if self.text_probability + (self.vision_probability if self.sees_screen else 0.0) > 1.0:
             raise ValueError("text_probability + vision_probability cannot exceed 1 (one request per step at most)")
         if self.enabled and self.backend == "openai":
-            if self.follow_walkthrough:
-                raise ValueError("follow_walkthrough is for the rules backend: an LLM finds the way itself; unset "
-                                 "ZELDA_TRAINER_GUIDANCE__FOLLOW_WALKTHROUGH or use the rules backend")
             if self.llm_url is None:
                 raise ValueError("the openai guidance backend needs llm_url (trainer: ZELDA_TRAINER_GUIDANCE__LLM_URL)")
             if self.llm_model is None:

@@ -5,29 +5,27 @@ In order of priority:
 2. a text box shows: A moves it on / closes it;
 3. a landmark of the game profile (an NPC) is within reach: face it, then A to talk;
 4. an enemy is right in front and the player has a sword: B;
-5. with a game profile whose walkthrough it follows (``GuidanceConfig.follow_walkthrough``): head for the
-   walkthrough's next objective, to its spot in its room or to the exit on the way there, lining up with the
-   exit's doorway first. This is what an LLM that knows the game brings, as the judges' walkthrough does. It
-   walks straight lines: an obstacle between the player and the spot gets one sidestep, not a way around (in the
-   test world it takes key, gate and sword this way, and stops at a pillar short of the switch);
+5. where the snapshot names the walkthrough's next objective (it does with ``GuidanceConfig.follow_walkthrough``
+   and a game profile that has a walkthrough): head for it, to its spot in its room or to the exit on the way
+   there (the snapshot's waypoint), lining up with the exit's doorway first. This is what an LLM that knows the
+   game brings, as the judges' walkthrough does. It walks straight lines: an obstacle between the player and the
+   spot gets one sidestep, not a way around (in the test world it takes key, gate and sword this way, and stops at
+   a pillar short of the switch);
 6. otherwise head for a doorway: the nearest one leading to a neighbour room not visited this episode, else
    the one to the least-visited neighbour. First line up with the doorway (doorways sit in the middle of
    each edge: exact in the test world, a rule of thumb in Oracle), then walk through it.
 When the player has not moved for a while after pressing the direction this would suggest, that direction is
 taken to be blocked: the planner picks the next doorway, or a sidestep around the obstacle.
 
-The planner is deterministic and knows only what the snapshot says (and the walkthrough, when it follows one); it
-cannot see the screen.
+The planner is deterministic and knows only what the snapshot says; it cannot see the screen.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from zelda_rlaif.game.actions import Action
 from zelda_rlaif.game.guidance.snapshot import DIRECTIONS, Snapshot
-from zelda_rlaif.game.profiles.base import GameProfile
 
 _WALK = (Action.UP, Action.RIGHT, Action.DOWN, Action.LEFT)  # indexed by facing direction
 _STEP = ((0, -1), (1, 0), (0, 1), (-1, 0))  # unit vector of each facing direction
@@ -42,18 +40,14 @@ class Plan:
 
 class RulesPlanner:
     def __init__(self, *, stuck_after: int = 6, align_px: int = 12, reach_px: int = 24,
-                 sword_reach_px: int = 14, waypoint_px: int = 6, follow: GameProfile | None = None) -> None:
-        """``follow``: a game profile whose walkthrough the planner follows before it explores (None, or a profile
-        without one: it explores only). ``waypoint_px``: how close to a walkthrough spot counts as lined up with
-        it, tighter than ``align_px`` because a doorway is only a little wider than the player."""
+                 sword_reach_px: int = 14, waypoint_px: int = 6) -> None:
+        """``waypoint_px``: how close to a walkthrough waypoint counts as lined up with it, tighter than
+        ``align_px`` because a doorway is only a little wider than the player."""
         self.stuck_after = stuck_after
         self.align_px = align_px
         self.reach_px = reach_px
         self.sword_reach_px = sword_reach_px
         self.waypoint_px = waypoint_px
-        self.walkthrough = follow.walkthrough if follow is not None else None
-        self._reached: Mapping[str, Callable[[Mapping[str, int]], bool]] = (
-            {m.name: m.reached for m in follow.milestones} if follow is not None else {})
 
     def suggest(self, s: Snapshot) -> Plan:
         get = s.state.get
@@ -98,13 +92,8 @@ class RulesPlanner:
         return any(abs(ex - px) <= self.align_px and abs(ey - py) <= self.align_px for ex, ey in s.enemies)
 
     def _follow(self, s: Snapshot) -> Plan | None:
-        if self.walkthrough is None:
-            return None
-        objective = self.walkthrough.next_objective(s.state, self._reached)
-        if objective is None:
-            return None
-        spot = self.walkthrough.waypoint(s.state, objective)
-        if spot is None:
+        objective, spot = s.objective, s.waypoint
+        if objective is None or spot is None:
             return None
         goal = f"on the way to {objective.milestone.replace('_', ' ')} in room 0x{objective.room:02X}"
         x, y = s.state.get("x", 0), s.state.get("y", 0)

@@ -89,7 +89,7 @@ class GuidanceRuntime:
         self.config = config
         self.view = view
         self.counts = GuidanceCounts()
-        self.planner = planner or RulesPlanner(follow=view.profile if config.follow_walkthrough else None)
+        self.planner = planner or RulesPlanner()
         self.last_failure: str | None = None
         self._client = (GuidanceClient(config, load_settings(GuidanceSecrets).llm_api_key)
                         if config.backend == "openai" else None)
@@ -152,7 +152,8 @@ class GuidanceRuntime:
             if self._steps_left <= 0:
                 self._live = None
         if self._draw is not None and not self._closed:
-            self._send(self._draw, take_snapshot(self.view, state, still_steps))
+            self._send(self._draw, take_snapshot(self.view, state, still_steps,
+                                                 walkthrough=self.config.follow_walkthrough))
         self._draw = None
 
     def close(self) -> None:

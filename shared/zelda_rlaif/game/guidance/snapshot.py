@@ -14,6 +14,7 @@ import numpy as np
 
 from zelda_rlaif.game.actions import ACTION_NAMES
 from zelda_rlaif.game.profiles.base import GameProfile, Landmark
+from zelda_rlaif.game.profiles.walkthrough import Objective
 from zelda_rlaif.game.rewards.coverage import CoverageTracker
 
 DIRECTIONS = ("up", "right", "down", "left")  # the profile's facing order (0 up, 1 right, 2 down, 3 left)
@@ -68,14 +69,20 @@ class Snapshot:
     recent_actions: tuple[int, ...]  # most recent first
     room_width: int
     room_height: int
+    # The game profile's walkthrough, where the snapshot was asked to know it (``GuidanceConfig.follow_walkthrough``):
+    # the objective next in line, and where in this room to walk next on the way there (None: not known).
+    objective: Objective | None = None
+    waypoint: tuple[int, int] | None = None
 
     @property
     def location(self) -> tuple[int, int]:
         return (self.state.get("group", 0), self.state.get("room", 0))
 
 
-def take_snapshot(view: PlayView, state: dict[str, int], still_steps: int) -> Snapshot:
-    geometry = view.profile.geometry
+def take_snapshot(view: PlayView, state: dict[str, int], still_steps: int, *, walkthrough: bool = False) -> Snapshot:
+    """``walkthrough``: also name the profile's next walkthrough objective and the way there, where it has one."""
+    profile = view.profile
+    geometry = profile.geometry
     coverage = view.coverage
     group, room = state.get("group", 0), state.get("room", 0)
     neighbours = []
@@ -83,10 +90,14 @@ def take_snapshot(view: PlayView, state: dict[str, int], still_steps: int) -> Sn
         other = geometry.neighbour(group, room, direction)
         neighbours.append(None if other is None else Neighbour(other, coverage.room_visits(group, other)))
     emulator = view.emulator
+    objective = waypoint = None
+    if walkthrough and profile.walkthrough is not None:
+        objective = profile.walkthrough.next_objective(state, {m.name: m.reached for m in profile.milestones})
+        waypoint = profile.walkthrough.waypoint(state, objective) if objective is not None else None
     return Snapshot(
         step=view.step_count,
-        profile=view.profile.name,
-        landmarks=view.profile.landmarks,
+        profile=profile.name,
+        landmarks=profile.landmarks,
         state=dict(state),
         rooms_visited=coverage.rooms_visited(),
         room_visits=coverage.room_visits(group, room),
@@ -96,6 +107,8 @@ def take_snapshot(view: PlayView, state: dict[str, int], still_steps: int) -> Sn
         recent_actions=tuple(view.recent_actions),
         room_width=geometry.room_width_px,
         room_height=geometry.room_height_px,
+        objective=objective,
+        waypoint=waypoint,
     )
 
 
@@ -127,6 +140,10 @@ def describe(s: Snapshot) -> str:
         lines.append(f"Enemies at {spots}.")
     else:
         lines.append("No enemies in the room.")
+    if s.objective is not None:
+        way = f"; walk to ({s.waypoint[0]}, {s.waypoint[1]}) in this room next" if s.waypoint is not None else ""
+        lines.append(f"Next objective of the game's walkthrough: {s.objective.milestone.replace('_', ' ')} in room "
+                     f"0x{s.objective.room:02X}{way}.")
     lines.append(f"Steps without moving: {s.still_steps}. "
                  f"Last actions (newest first): {', '.join(ACTION_NAMES[a] for a in s.recent_actions) or 'none'}.")
     return "\n".join(lines)
