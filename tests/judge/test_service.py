@@ -209,7 +209,10 @@ async def test_health_and_metrics_endpoints(private_bus: Bus, store: ObjectStore
         await private_bus.publish(SEGMENT_EXPORTED, event)
 
         async def counted() -> bool:
-            return judged in (await client.get("/metrics")).text
+            try:
+                return judged in (await client.get("/metrics")).text
+            except httpx.ConnectError:  # the replica's HTTP server is not listening yet (a loaded machine)
+                return False
 
         await wait_until(counted, what="the segment counted in /metrics")
         health = (await client.get("/healthz")).json()

@@ -9,8 +9,8 @@ In order of priority:
    and a game profile that has a walkthrough): head for it, to its spot in its room or to the exit on the way
    there (the snapshot's waypoint), lining up with the exit's doorway first. This is what an LLM that knows the
    game brings, as the judges' walkthrough does. It walks straight lines: an obstacle between the player and the
-   spot gets one sidestep, not a way around (in the test world it takes key, gate and sword this way, and stops at
-   a pillar short of the switch);
+   spot gets one sidestep, not a way around, so a spot is walked onto from the side the walkthrough says (in the
+   test world it plays the quest this way from key to treasure room, ~380 steps);
 6. otherwise head for a doorway: the nearest one leading to a neighbour room not visited this episode, else
    the one to the least-visited neighbour. First line up with the doorway (doorways sit in the middle of
    each edge: exact in the test world, a rule of thumb in Oracle), then walk through it.
@@ -98,11 +98,11 @@ class RulesPlanner:
         goal = f"on the way to {objective.milestone.replace('_', ' ')} in room 0x{objective.room:02X}"
         x, y = s.state.get("x", 0), s.state.get("y", 0)
         dx, dy = spot[0] - x, spot[1] - y
-        # An exit on an edge is walked through along the edge's axis; a spot inside the room is lined up with
-        # across first and then walked to up or down, the way stairs and items behind a gap are entered.
+        # An exit on an edge is walked through along the edge's axis; a spot inside the room is walked onto the
+        # way the walkthrough says (``Objective.from_side``), lined up with first across the other axis.
         on_edge_x = spot[0] <= 0 or spot[0] >= s.room_width - _SPRITE_PX
         on_edge_y = spot[1] <= 0 or spot[1] >= s.room_height - _SPRITE_PX
-        along_y = not on_edge_x or on_edge_y
+        along_y = on_edge_y if on_edge_x or on_edge_y else not (spot == objective.spot and objective.from_side)
         if along_y and abs(dx) > self.waypoint_px:
             plan = Plan(Action.RIGHT if dx > 0 else Action.LEFT, f"line up with the spot at {spot} {goal}")
         elif not along_y and abs(dy) > self.waypoint_px:

@@ -49,7 +49,7 @@ TESTWORLD_WALKTHROUGH = Walkthrough(
         Objective("take_key", 0, 0x01, spot=(72, 56)),
         Objective("open_gate", 0, 0x12, spot=(152, 64)),
         Objective("take_sword", 0, 0x03, spot=(72, 56)),
-        Objective("solve_switch", 1, 1, spot=(120, 72)),
+        Objective("solve_switch", 1, 1, spot=(120, 72), from_side=True),  # pillars below it, open to its left
         Objective("reach_treasure", 1, 2),
     ),
     passages=(*_overworld_passages(),

@@ -35,6 +35,9 @@ class Objective:
     group: int
     room: int
     spot: tuple[int, int] | None = None  # None: entering the room is the milestone
+    # How the spot is walked onto: from above or below (lined up with across first, the way stairs and items
+    # behind a gap are entered), or, True, from the side (lined up with vertically first).
+    from_side: bool = False
 
     @property
     def location(self) -> Location:
