@@ -19,8 +19,7 @@ Arms, each trained in its own ``zelda-rlaif up`` (its own processes, run directo
    segments reached as likely, ``ZELDA_TRAINER_JUDGED_START_BALANCE``), after a random walk within that room of up
    to ``--judged-start-explore-steps`` steps (``ZELDA_TRAINER_JUDGED_START_EXPLORE_STEPS``, 0: none), and with
    ``--judged-start-lead-steps`` the guidance planner's lead out of the restored room, up to that many steps played as
-   the episode's first (``ZELDA_TRAINER_JUDGED_START_LEAD_STEPS``, 0: none), handing over once in another room or,
-   ``--judged-start-lead-handover drawn``, after a drawn number of steps (``..._LEAD_HANDOVER``).
+   the episode's first (``ZELDA_TRAINER_JUDGED_START_LEAD_STEPS``, 0: none).
 5. ``preference``: ``judged_starts`` plus the reward model's score paid on every step, ``--preference-weight``
    times Phi(s) (``ZELDA_TRAINER_REWARDS__PREFERENCE``, as Motif pays its LLM-preference reward): unlike shaping,
    it changes which policy the reward prefers; ``--preference-count-power`` divides it by an episodic count of
@@ -75,7 +74,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/ is no ins
 
 from bench.learning_curves import plot, read_curve
 from zelda_rlaif.game.rewards import RewardConfig
-from zelda_trainer.settings import JudgedStartBalance, JudgedStartPoint, LeadHandover, TrainerSettings
+from zelda_trainer.settings import JudgedStartBalance, JudgedStartPoint, TrainerSettings
 
 
 @dataclass(frozen=True)
@@ -89,7 +88,6 @@ def trained_arms(sil_weight: float, judged_start_fraction: float,
                  judged_start_point: JudgedStartPoint = JudgedStartPoint.END,
                  judged_start_balance: JudgedStartBalance = JudgedStartBalance.SEGMENTS,
                  judged_start_explore_steps: int | None = None, judged_start_lead_steps: int | None = None,
-                 judged_start_lead_handover: LeadHandover | None = None,
                  preference_weight: float = 0.0, preference_count_power: float = 0.0,
                  preference_threshold: float | None = None, guidance: str | None = None,
                  guidance_weight: float | None = None) -> tuple[Arm, ...]:
@@ -97,7 +95,7 @@ def trained_arms(sil_weight: float, judged_start_fraction: float,
     ``judged_start_fraction``: the judged_starts and preference arms' share of episodes begun at a kept segment's
     state, ``judged_start_point`` which one and ``judged_start_balance`` how they are picked,
     ``judged_start_explore_steps`` the most steps of the random walk from it and ``judged_start_lead_steps`` of the
-    planner's lead out of it, ``judged_start_lead_handover`` where that hands over (None: the trainer's),
+    planner's lead out of it (None: the trainer's),
     ``preference_weight``: the preference arm's per-step reward weight on the reward model's score,
     ``preference_count_power`` the power of the episodic count that divides it, ``preference_threshold`` the least
     Phi it pays (None: the trainer's), ``guidance`` the preference arm's online guidance (one of ``GUIDANCE``) and
@@ -122,10 +120,7 @@ def trained_arms(sil_weight: float, judged_start_fraction: float,
                          else judged_start_explore_steps),
                      "ZELDA_TRAINER_JUDGED_START_LEAD_STEPS": str(
                          TRAINER_JUDGED_START_LEAD_STEPS if judged_start_lead_steps is None
-                         else judged_start_lead_steps),
-                     "ZELDA_TRAINER_JUDGED_START_LEAD_HANDOVER": (
-                         TRAINER_JUDGED_START_LEAD_HANDOVER if judged_start_lead_handover is None
-                         else judged_start_lead_handover).value}
+                         else judged_start_lead_steps)}
     # The threshold's "unset" has no env spelling the trainer reads, so the arm leaves it to the trainer then.
     threshold = ({} if preference_threshold is None
                  else {"ZELDA_TRAINER_REWARDS__PREFERENCE_THRESHOLD": str(preference_threshold)})
@@ -153,7 +148,6 @@ TRAINER_REWARDS = RewardConfig()  # the preference arm's flags default to the tr
 TRAINER_JUDGED_START_FRACTION: float = TrainerSettings.model_fields["judged_start_fraction"].default
 TRAINER_JUDGED_START_EXPLORE_STEPS: int = TrainerSettings.model_fields["judged_start_explore_steps"].default
 TRAINER_JUDGED_START_LEAD_STEPS: int = TrainerSettings.model_fields["judged_start_lead_steps"].default
-TRAINER_JUDGED_START_LEAD_HANDOVER: LeadHandover = TrainerSettings.model_fields["judged_start_lead_handover"].default
 ARM_NAMES = (*(arm.name for arm in trained_arms(0.0, 0.0)), RANDOM.name)
 
 # --quick: the smallest epoch the settings accept with short segments and episodes (as tests/e2e/test_up.py):
@@ -324,11 +318,6 @@ def main() -> None:
                         help="judged_starts and preference arms: ZELDA_TRAINER_JUDGED_START_LEAD_STEPS, the most "
                         "steps the guidance planner plays from a judged start, as the episode's first, until it has "
                         "walked into another room (0: none; default: the trainer's)")
-    parser.add_argument("--judged-start-lead-handover", type=LeadHandover, choices=list(LeadHandover),
-                        default=TRAINER_JUDGED_START_LEAD_HANDOVER,
-                        help="judged_starts and preference arms with --judged-start-lead-steps: "
-                        "ZELDA_TRAINER_JUDGED_START_LEAD_HANDOVER, where the lead hands over to the policy: once in "
-                        "another room (room) or after a number of steps drawn from 1 to the lead's (drawn)")
     parser.add_argument("--preference-weight", type=float, default=TRAINER_REWARDS.preference,
                         help="preference arm: ZELDA_TRAINER_REWARDS__PREFERENCE, the per-step reward weight on the "
                         "reward model's Phi(s) (> 0; default: the trainer's)")
@@ -368,8 +357,7 @@ def main() -> None:
     args = parser.parse_args()
     arms = [arm for arm in trained_arms(args.sil_weight, args.judged_start_fraction, args.judged_start_point,
                                         args.judged_start_balance, args.judged_start_explore_steps,
-                                        args.judged_start_lead_steps, args.judged_start_lead_handover,
-                                        args.preference_weight,
+                                        args.judged_start_lead_steps, args.preference_weight,
                                         args.preference_count_power, args.preference_threshold, args.guidance,
                                         args.guidance_weight)
             if arm.name in args.arms]
@@ -413,8 +401,7 @@ def main() -> None:
                  f"{args.judged_start_balance}"
                  + (f", then a random walk of up to {args.judged_start_explore_steps} steps"
                     if args.judged_start_explore_steps else "")
-                 + (f", then the planner's lead of up to {args.judged_start_lead_steps} steps (handing over: "
-                    f"{args.judged_start_lead_handover})"
+                 + (f", then the planner's lead of up to {args.judged_start_lead_steps} steps"
                     if args.judged_start_lead_steps else "")
                  if {"judged_starts", "preference"} & set(args.arms) and args.judged_start_fraction else "")
               + (f", preference weight {args.preference_weight} / count ** {args.preference_count_power}"

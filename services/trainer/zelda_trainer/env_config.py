@@ -21,7 +21,7 @@ from zelda_rlaif.errors import SettingsError
 from zelda_rlaif.events import RunId
 from zelda_rlaif.game.config import EnvConfig
 from zelda_rlaif.settings import NatsSettings, StoreSettings, load_settings
-from zelda_trainer.settings import LeadHandover, TrainerSettings
+from zelda_trainer.settings import TrainerSettings
 
 # The one key of Ray's env config dict that holds the model's JSON.
 ENV_CONTEXT_KEY = "zelda_training_env"
@@ -113,8 +113,6 @@ class TrainingEnvConfig(BaseModel):
     judged_start_lead_steps: int = Field(0, ge=0, le=10_000, description="at a judged start the guidance planner "
                                          "plays the first steps, until it has walked into another room or for at "
                                          "most this many, as part of the episode (lead.py); 0: none")
-    judged_start_lead_handover: LeadHandover = Field(LeadHandover.ROOM, description="where the lead hands the "
-                                                     "episode to the policy")
 
     def to_env_context(self) -> dict[str, str]:
         """What ``PPOConfig.environment(env_config=...)`` gets."""
@@ -155,7 +153,6 @@ def training_env_config(settings: TrainerSettings, profile: str, epoch: int) -> 
             judged_start_fraction=settings.judged_start_fraction,
             judged_start_explore_steps=settings.judged_start_explore_steps,
             judged_start_lead_steps=settings.judged_start_lead_steps,
-            judged_start_lead_handover=settings.judged_start_lead_handover,
         )
     except ValidationError as exc:
         problems = "; ".join(f"{'.'.join([exc.title, *(str(part) for part in error['loc'])])}: {error['msg']}"

@@ -22,27 +22,22 @@ from collections.abc import Iterator
 from zelda_rlaif.game.env import ZeldaEnv
 from zelda_rlaif.game.guidance.planner import RulesPlanner
 from zelda_rlaif.game.guidance.snapshot import take_snapshot
-from zelda_trainer.settings import LeadHandover
 
 
 class Lead:
-    def __init__(self, env: ZeldaEnv, max_steps: int, handover: LeadHandover = LeadHandover.ROOM) -> None:
+    def __init__(self, env: ZeldaEnv, max_steps: int) -> None:
         self.env = env
         self.max_steps = max_steps
-        self.handover = handover
         self.planner = RulesPlanner()
 
     def actions(self) -> Iterator[int]:
-        """The planner's action for each next step until the lead hands over (``handover``: once the player is in
-        another room than the lead began in, at most ``max_steps``; or after a number of steps drawn from 1 to
-        ``max_steps`` with the env's generator). The caller steps the env with each before asking for the next."""
+        """The planner's action for each next step, while the player is still in the room the lead began in, at
+        most ``max_steps`` of them. The caller steps the env with each before asking for the next."""
         emulator = self.env.emulator
         room = _location(emulator.decoder.raw(emulator.memory))
-        drawn = self.handover == LeadHandover.DRAWN
-        steps = int(self.env.np_random.integers(1, self.max_steps + 1)) if drawn else self.max_steps
-        for _ in range(steps):
+        for _ in range(self.max_steps):
             state = emulator.decoder.raw(emulator.memory)
-            if not drawn and _location(state) != room:
+            if _location(state) != room:
                 return
             snapshot = take_snapshot(self.env, state, self.env.still_steps, walkthrough=True)
             yield int(self.planner.suggest(snapshot).action)

@@ -45,13 +45,6 @@ class JudgedStartPoint(StrEnum):
     START = "start"  # where it began, on the way from the game's start: one segment before the success
 
 
-class LeadHandover(StrEnum):
-    """Where the planner's lead at a judged start hands the episode to the policy (``lead.py``)."""
-
-    ROOM = "room"  # once it has walked into another room (at most the lead's steps)
-    DRAWN = "drawn"  # after a number of steps drawn from 1 to the lead's steps, whatever rooms it crossed
-
-
 class JudgedStartBalance(StrEnum):
     """How a judged start picks among the kept states (``BestSegments.start_states``)."""
 
@@ -188,7 +181,6 @@ class TrainerSettings(BaseSettings):
     # of the episode and its exported segments, so self-imitation can learn the way into the room the lead opened;
     # PPO's batch holds only the policy's own steps (lead.py). 0: no lead.
     judged_start_lead_steps: int = Field(0, ge=0, le=10_000)
-    judged_start_lead_handover: LeadHandover = LeadHandover.ROOM
     # Online LLM guidance, nested too (ZELDA_TRAINER_GUIDANCE__ENABLED=true); its API key is read by the env
     # runners from ZELDA_GUIDANCE_LLM_API_KEY, never shipped in the env config.
     guidance: GuidanceConfig = Field(default_factory=GuidanceConfig)

@@ -76,8 +76,7 @@ class TrainingEnv(gym.Wrapper[Any, int, Any, int]):
         # Segments keep their end state only for judged starts: saving one costs ~13 ms.
         self._save_end_state = env.emulator.save_state if config.judged_start_fraction else None
         self._epoch = config.epoch  # until the driver moves it on; an exporter opened later starts here
-        self._lead = (Lead(env, config.judged_start_lead_steps, config.judged_start_lead_handover)
-                      if config.judged_start_lead_steps else None)
+        self._lead = Lead(env, config.judged_start_lead_steps) if config.judged_start_lead_steps else None
 
     def attach(self, worker_index: int, vector_index: int) -> None:
         """Name this env (``w<worker>v<slot>``, unique within a run) and open its exporter and live stream."""
