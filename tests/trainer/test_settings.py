@@ -29,6 +29,13 @@ def test_a_lead_that_would_leave_the_policy_no_step_is_refused() -> None:
     with pytest.raises(ValidationError, match="give it fewer steps than ZELDA_TRAINER_EPISODE_STEPS"):
         TrainerSettings(episode_steps=600, judged_start_lead_steps=600)
     assert TrainerSettings(episode_steps=600, judged_start_lead_steps=80).judged_start_lead_steps == 80
+    # The default lead is left out of episodes no longer than it, not refused: nobody asked for it.
+    assert TrainerSettings(episode_steps=50).judged_start_lead_steps == 0
+    assert TrainerSettings().judged_start_lead_steps == 60
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("ZELDA_TRAINER_JUDGED_START_LEAD_STEPS", "50")
+        with pytest.raises(ValidationError, match="give it fewer steps than ZELDA_TRAINER_EPISODE_STEPS"):
+            TrainerSettings(episode_steps=50)
 
 
 def test_an_unknown_game_profile_is_refused_with_the_known_ones() -> None:

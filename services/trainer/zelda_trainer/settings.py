@@ -179,8 +179,9 @@ class TrainerSettings(BaseSettings):
     # A lead at a judged start: the guidance planner (following the profile's walkthrough where it has one) plays
     # the episode's first steps until it has walked into another room, for at most this many steps. They are part
     # of the episode and its exported segments, so self-imitation can learn the way into the room the lead opened;
-    # PPO's batch holds only the policy's own steps (lead.py). 0: no lead.
-    judged_start_lead_steps: int = Field(0, ge=0, le=10_000)
+    # PPO's batch holds only the policy's own steps (lead.py). 0: no lead. With it every seed of eight took the
+    # sword, where without it one seed never entered the sword room (docs/results.md, section 26).
+    judged_start_lead_steps: int = Field(60, ge=0, le=10_000)
     # Online LLM guidance, nested too (ZELDA_TRAINER_GUIDANCE__ENABLED=true); its API key is read by the env
     # runners from ZELDA_GUIDANCE_LLM_API_KEY, never shipped in the env config.
     guidance: GuidanceConfig = Field(default_factory=GuidanceConfig)
@@ -231,10 +232,16 @@ class TrainerSettings(BaseSettings):
                 f"fewer than one segment ({self.segment_steps} steps), so no segment could be exported: raise "
                 f"ZELDA_TRAINER_STEPS_PER_EPOCH to at least {emulators * self.segment_steps}, or lower "
                 "ZELDA_TRAINER_ENVS_PER_RUNNER or ZELDA_TRAINER_SEGMENT_STEPS")
-        if self.judged_start_lead_steps >= self.episode_steps:
+        lead_given = "judged_start_lead_steps" in self.model_fields_set
+        if self.judged_start_lead_steps >= self.episode_steps and not lead_given:
+            # Episodes no longer than the default lead (short test runs) get none, rather than a refusal of a
+            # setting nobody gave.
+            object.__setattr__(self, "judged_start_lead_steps", 0)
+        if self.judged_start_fraction > 0 and self.judged_start_lead_steps >= self.episode_steps:
             raise ValueError(
                 f"ZELDA_TRAINER_JUDGED_START_LEAD_STEPS={self.judged_start_lead_steps} leaves the policy no step of "
-                f"a {self.episode_steps}-step episode: give it fewer steps than ZELDA_TRAINER_EPISODE_STEPS")
+                f"a {self.episode_steps}-step episode: give it fewer steps than ZELDA_TRAINER_EPISODE_STEPS (0: no "
+                "lead)")
         if self.rewards.gamma != self.ppo.gamma:
             # Shaping with another discount than the learner's changes the optimal policy.
             object.__setattr__(self, "rewards", self.rewards.model_copy(update={"gamma": self.ppo.gamma}))
