@@ -13,7 +13,7 @@ from zelda_rlaif.game.actions import Action
 from zelda_rlaif.game.config import EnvConfig
 from zelda_rlaif.game.profiles.testworld import TESTWORLD
 from zelda_rlaif.game.rewards.config import RewardConfig
-from zelda_rlaif.segments import parse_state_log
+from zelda_rlaif.segments import GameState, parse_state_log
 from zelda_rlaif.settings import StoreSettings
 from zelda_rlaif.storage import ObjectStore, keys, open_store
 from zelda_trainer.env_config import EnvSync, ExportPlan, StartStates, StoreLocation, TrainingEnvConfig
@@ -53,6 +53,16 @@ def play_episode(env: TrainingEnv, action: Action) -> None:
     truncated = False
     while not truncated:
         *_, truncated, _ = env.step(int(action))
+
+
+def key_room_end_state(store: ObjectStore) -> tuple[bytes, GameState]:
+    """The stored end state of a segment that walked up and took the key, and its last decoded state."""
+    explorer = training_env(store, judged_start_fraction=0.5)
+    explorer.reset(seed=0)
+    play_episode(explorer, Action.UP)
+    [segment] = explorer.take_completed().segments
+    end_state = store.get_bytes(keys.segment_end_state(RUN, 0, segment.segment_id))
+    return end_state, parse_state_log(store.get_bytes(keys.segment_states(RUN, 0, segment.segment_id)))[-1].state
 
 
 def put_scores(store: ObjectStore, combined: dict[str, float]) -> None:
@@ -184,12 +194,7 @@ def test_a_judged_start_with_an_explore_step_begins_where_a_random_walk_within_t
         store: ObjectStore) -> None:
     """Go-Explore's explore step: the walk stays in the restored room and is not part of the episode, which counts
     its steps and rooms afresh."""
-    explorer = training_env(store, judged_start_fraction=0.5)
-    explorer.reset(seed=0)
-    play_episode(explorer, Action.UP)
-    [segment] = explorer.take_completed().segments
-    end_state = store.get_bytes(keys.segment_end_state(RUN, 0, segment.segment_id))
-    end = parse_state_log(store.get_bytes(keys.segment_states(RUN, 0, segment.segment_id)))[-1].state
+    end_state, end = key_room_end_state(store)
 
     def starts(explore_steps: int) -> list[tuple[int, int, int]]:
         env = training_env(store, judged_start_fraction=1.0, vector_index=1, explore_steps=explore_steps)
@@ -217,12 +222,7 @@ def test_a_lead_plays_the_walkthroughs_way_out_of_the_restored_room_as_the_episo
     """From the key room with the key, the walkthrough's next objective is the gate in $12, by way of $11: the planner
     walks the player out into $11 and the policy plays on from there. The lead's steps are the episode's, recorded in
     its exported segment (what self-imitation learns from), so the policy's first step is not step 0."""
-    explorer = training_env(store, judged_start_fraction=0.5)
-    explorer.reset(seed=0)
-    play_episode(explorer, Action.UP)
-    [segment] = explorer.take_completed().segments
-    end_state = store.get_bytes(keys.segment_end_state(RUN, 0, segment.segment_id))
-    end = parse_state_log(store.get_bytes(keys.segment_states(RUN, 0, segment.segment_id)))[-1].state
+    end_state, end = key_room_end_state(store)
     assert (end.group, end.room, end.keys) == (0, 0x01, 1)
 
     def led_env(lead_steps: int) -> TrainingEnv:
