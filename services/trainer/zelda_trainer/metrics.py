@@ -41,18 +41,19 @@ def _finite(value: Any) -> float | None:
     return number if math.isfinite(number) else None
 
 
-def reward_components(result: dict[str, Any]) -> dict[str, float]:
+def _callback_figures(result: dict[str, Any], prefix: str) -> dict[str, float]:
+    """The finite figures the callbacks logged under ``prefix``, by the rest of their names."""
     runners = result.get("env_runners", {})
-    prefix = "zelda/reward/"
     finite = {k[len(prefix):]: _finite(v) for k, v in runners.items() if k.startswith(prefix)}
     return {name: value for name, value in finite.items() if value is not None}
+
+
+def reward_components(result: dict[str, Any]) -> dict[str, float]:
+    return _callback_figures(result, "zelda/reward/")
 
 
 def guidance_counters(result: dict[str, Any]) -> dict[str, float]:
-    runners = result.get("env_runners", {})
-    prefix = "zelda/guidance/"
-    finite = {k[len(prefix):]: _finite(v) for k, v in runners.items() if k.startswith(prefix)}
-    return {name: value for name, value in finite.items() if value is not None}
+    return _callback_figures(result, "zelda/guidance/")
 
 
 def learner_figures(result: dict[str, Any], module_id: str = "default_policy") -> dict[str, float]:
