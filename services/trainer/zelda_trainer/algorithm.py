@@ -82,6 +82,8 @@ def build_config(settings: TrainerSettings, profile: str, epoch: int) -> PPOConf
         # A runner that Ray restarted gets the driver's epoch and reward model before it samples (RLlib restores
         # its weights itself: restart_failed_env_runners is on by default).
         .callbacks(ZeldaCallbacks, on_env_runners_recreated=resync_restored_runners)
+        # LeanPPOLearner checks all gradients at once and skips a non-finite step itself (see ppo_learner.py).
+        .framework(torch_skip_nan_gradients=True)
         .debugging(seed=settings.seed, log_level="ERROR")
     )
     return config

@@ -1,4 +1,4 @@
-"""PPO's learner plus the self-imitation loss (Oh et al., 2018) on the best judged segments.
+"""PPO's learner (``LeanPPOLearner``) plus the self-imitation loss (Oh et al., 2018) on the best judged segments.
 
 For each PPO minibatch, ``batch_size`` steps are drawn from the kept segments and the loss adds
 
@@ -16,19 +16,19 @@ from __future__ import annotations
 from typing import Any, cast
 
 import torch
-from ray.rllib.algorithms.ppo.torch.ppo_torch_learner import PPOTorchLearner
 from ray.rllib.core.columns import Columns
 from ray.rllib.core.rl_module.apis import ValueFunctionAPI
 from ray.rllib.utils.annotations import override
 
+from zelda_trainer.ppo_learner import LeanPPOLearner
 from zelda_trainer.self_imitation.best_segments import ImitationData
 
 # The key of this learner's settings in the algorithm config's ``learner_config_dict``.
 CONFIG_KEY = "self_imitation"
 
 
-class SelfImitationLearner(PPOTorchLearner):
-    @override(PPOTorchLearner)
+class SelfImitationLearner(LeanPPOLearner):
+    @override(LeanPPOLearner)
     def build(self) -> None:
         super().build()
         settings = dict(self.config.learner_config_dict.get(CONFIG_KEY, {}))
@@ -48,7 +48,7 @@ class SelfImitationLearner(PPOTorchLearner):
         }
         return len(data)
 
-    @override(PPOTorchLearner)
+    @override(LeanPPOLearner)
     def compute_loss_for_module(self, *, module_id: str, config: Any, batch: dict[str, Any],
                                 fwd_out: dict[str, Any]) -> torch.Tensor:
         loss = cast(torch.Tensor, super().compute_loss_for_module(module_id=module_id, config=config, batch=batch,
