@@ -90,7 +90,6 @@ async def test_the_live_training_env_streams_suggestions_and_reports_counts_to_t
         action = live.action if live is not None and step % 2 else step % 5
         obs, reward, _, _, info = env.step(action)
         episode.add_env_step(observation=obs, action=action, reward=reward, infos=info)
-        callbacks.on_episode_step(episode=episode, metrics_logger=logger)
     counts = env.zelda.guidance.counts
     assert info["episode"]["guidance"] == {k: v for k, v in counts.as_dict().items() if v}  # the episode's tally
     assert counts.answers > 5 and counts.agreements > 0

@@ -74,6 +74,25 @@ def test_episode_ends_reset_the_env_and_start_new_episodes(runner: ZeldaEnvRunne
     assert metrics["num_episodes"] >= ENVS
 
 
+def test_the_room_heat_map_counts_every_first_entry_once_across_cut_episodes(runner: ZeldaEnvRunner) -> None:
+    """The rooms are counted from each sample's chunks (no per-step callback): an entry reported at a chunk's
+    boundary is counted in one chunk only."""
+    envs = runner.env.unwrapped.envs  # type: ignore[union-attr]
+    runner.sample(num_timesteps=ENVS, force_reset=True)  # every env one step into a new episode
+    runner.get_metrics()  # what the reset reported is counted; start from here
+    for env in envs:
+        env.take_completed()
+    rooms_before = sum(env.zelda.coverage.rooms_visited() for env in envs)
+    # 24 more steps each, then 15 to the episodes' end and 10 into the next: episodes cut twice, ended once.
+    for steps in (24, 25):
+        runner.sample(num_timesteps=ENVS * steps)
+    counted = sum(stats.peek() for key, stats in runner.get_metrics().items() if key.startswith("zelda/room/"))
+    finished = [episode for env in envs for episode in env.take_completed().episodes]
+    assert len(finished) == ENVS
+    in_progress = sum(env.zelda.coverage.rooms_visited() for env in envs)
+    assert counted == sum(episode.rooms_visited for episode in finished) - rooms_before + in_progress
+
+
 def test_rllib_loop_takes_over_for_whole_episodes_then_the_lean_loop_resumes(runner: ZeldaEnvRunner) -> None:
     runner.sample(num_timesteps=30)
     whole = runner.sample(num_episodes=1)

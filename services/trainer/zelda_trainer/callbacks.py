@@ -26,17 +26,22 @@ GUIDANCE_COUNTERS = tuple(GuidanceCounts().as_dict())
 
 class ZeldaCallbacks(RLlibCallback):
     """Reads the news that ``TrainingEnv`` puts in its (otherwise empty) step infos: first entries into rooms,
-    and the episode's totals on its last step. Nothing is summed here: this runs for every env step."""
+    and the episode's totals on its last step. Nothing is done per env step: a callback there costs the env
+    runner's loop a Python call per step, so the room news is read once per sample, from its episode chunks."""
 
     def on_environment_created(self, *, env_runner: Any, env: Any, env_context: Any, **kwargs: Any) -> None:
         env.unwrapped.attach(env_context.worker_index)
 
-    def on_episode_step(self, *, episode: Any, metrics_logger: Any = None, **kwargs: Any) -> None:
-        new_rooms = episode.get_infos(-1).get("new_rooms")
-        if new_rooms and metrics_logger is not None:
-            # Logged on first entry, not at episode end, so coverage shows up while long episodes run.
-            for group, room in new_rooms:
-                metrics_logger.log_value(f"zelda/room/{group}_{room}", 1, reduce="sum")
+    def on_sample_end(self, *, samples: Any, metrics_logger: Any = None, **kwargs: Any) -> None:
+        # Episode chunks on the new API stack, the only one the trainer uses (RLlib types them with its old batch).
+        if metrics_logger is None:
+            return
+        for chunk in samples:
+            # A chunk's first info is its reset's, or its previous chunk's last: only the later ones are its steps'.
+            for info in chunk.get_infos()[1:]:
+                # Logged per sample, not at episode end, so coverage shows up while long episodes run.
+                for group, room in info.get("new_rooms", ()):
+                    metrics_logger.log_value(f"zelda/room/{group}_{room}", 1, reduce="sum")
 
     def on_episode_end(self, *, episode: Any, metrics_logger: Any = None, **kwargs: Any) -> None:
         totals = episode.get_infos(-1).get("episode")

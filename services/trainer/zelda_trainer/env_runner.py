@@ -7,16 +7,17 @@ observation and 8 discrete actions that machinery costs about 280 µs per env st
 (measured: ``docs/performance.md``), three times the emulator's own ~94 µs; it was the trainer's bottleneck.
 
 This runner overrides only RLlib's public ``EnvRunner`` interface (``sample``, ``set_state``, ``make_env``) and
-owns its rollout, for the case the trainer uses: sampling a number of timesteps with exploration. That loop runs
-the module's trunk and policy head on the batch of observations, draws the actions in NumPy (Gumbel-max: the
-same distribution as RLlib's ``TorchCategorical``) and builds public ``SingleAgentEpisode`` chunks with the
-columns PPO's learner reads (actions, their logits and log-probabilities, the weights' sequence number), cut and
-continued across samples the way RLlib's own loop does. It logs the sampled-steps and episode metrics under
-RLlib's public metric names and calls the config's episode callbacks. No private member of an RLlib class is
-read, written or overridden, so an RLlib upgrade cannot change this loop's behaviour unseen;
-``tests/trainer/test_rllib_contract.py`` pins the RLlib behaviour it relies on. Anything else (``num_episodes``,
-greedy evaluation, random actions, another RLModule) goes to RLlib's own ``sample``, after a fresh reset, so the
-two loops never share half-built episodes. The lean loop assumes RLlib's default connector pipelines (no
+owns its rollout, for the case the trainer uses: sampling a number of timesteps with exploration. That loop
+computes the module's policy logits for the batch of observations (``action_logits``, in NumPy), draws the actions
+from them (Gumbel-max: the same distribution as RLlib's ``TorchCategorical``) and builds public
+``SingleAgentEpisode`` chunks with the columns PPO's learner reads (actions, their logits and log-probabilities,
+the weights' sequence number), cut and continued across samples the way RLlib's own loop does. It logs the
+sampled-steps and episode metrics under RLlib's public metric names and calls the config's episode callbacks
+(``on_episode_step`` only where one is configured: a call per env step costs several percent of the loop). No
+private member of an RLlib class is read, written or overridden, so an RLlib upgrade cannot change this loop's
+behaviour unseen; ``tests/trainer/test_rllib_contract.py`` pins the RLlib behaviour it relies on. Anything else
+(``num_episodes``, greedy evaluation, random actions, another RLModule) goes to RLlib's own ``sample``, after a
+fresh reset, so the two loops never share half-built episodes. The lean loop assumes RLlib's default connector pipelines (no
 observation filters or action transforms), which is how ``algorithm.py`` configures PPO.
 
 Every runner also keeps the driver's ``EnvSync`` (epoch and reward model) and hands it to its envs, to envs it
@@ -38,6 +39,7 @@ from typing import Any, cast
 
 import numpy as np
 import ray
+from ray.rllib.callbacks.callbacks import RLlibCallback
 from ray.rllib.callbacks.utils import make_callback
 from ray.rllib.core import COMPONENT_RL_MODULE, DEFAULT_AGENT_ID, DEFAULT_MODULE_ID
 from ray.rllib.core.columns import Columns
@@ -110,6 +112,10 @@ class ZeldaEnvRunner(SingleAgentEnvRunner):
         self._action_rng = np.random.default_rng(None if seed is None else [int(seed), int(self.worker_index or 0)])
         # The config's callbacks, our own instances (RLlib's loop keeps its own; ours only observe and log).
         self._episode_callbacks = [cls() for cls in force_list(self.config.callbacks_class)]
+        # Whether any callback reads every env step: a call per step costs the loop several percent, so it is
+        # made only when the config has such a callback (the trainer's own read their news per sample).
+        self._per_step_callbacks = getattr(self.config, "callbacks_on_episode_step", None) is not None or any(
+            type(callback).on_episode_step is not RLlibCallback.on_episode_step for callback in self._episode_callbacks)
         self._rollout: _Rollout | None = None  # while the lean loop owns the envs
         self._weights_seq_no_seen = 0  # the WEIGHTS_SEQ_NO of the weights the module holds
         self._restarted = _restarted_by_ray()
@@ -199,7 +205,8 @@ class ZeldaEnvRunner(SingleAgentEnvRunner):
                     infos=infos[index], terminated=terminateds[index], truncated=truncateds[index],
                     extra_model_outputs={Columns.ACTION_DIST_INPUTS: logits[index], Columns.ACTION_LOGP: logp[index],
                                          WEIGHTS_SEQ_NO: self._weights_seq_no_seen})
-                self._episode_callback("on_episode_step", rollout, index)
+                if self._per_step_callbacks:
+                    self._episode_callback("on_episode_step", rollout, index)
                 if episode.is_done:
                     self._episode_callback("on_episode_end", rollout, index)
                     self._log_episode(rollout.tallies.pop(episode.id_), episode)
