@@ -17,8 +17,8 @@ sampled-steps and episode metrics under RLlib's public metric names and calls th
 private member of an RLlib class is read, written or overridden, so an RLlib upgrade cannot change this loop's
 behaviour unseen; ``tests/trainer/test_rllib_contract.py`` pins the RLlib behaviour it relies on. Anything else
 (``num_episodes``, greedy evaluation, random actions, another RLModule) goes to RLlib's own ``sample``, after a
-fresh reset, so the two loops never share half-built episodes. The lean loop assumes RLlib's default connector pipelines (no
-observation filters or action transforms), which is how ``algorithm.py`` configures PPO.
+fresh reset, so the two loops never share half-built episodes. The lean loop assumes RLlib's default connector
+pipelines (no observation filters or action transforms), which is how ``algorithm.py`` configures PPO.
 
 Every runner also keeps the driver's ``EnvSync`` (epoch and reward model) and hands it to its envs, to envs it
 rebuilds, and, through ``resync_restored_runners``, to runners that Ray restarted: those are rebuilt from the
