@@ -60,6 +60,11 @@ def build_config(settings: TrainerSettings, profile: str, epoch: int) -> PPOConf
             # The env creator builds all of a runner's emulators as one TrainingVectorEnv (see vector_env.py).
             gym_env_vectorize_mode="vector_entry_point",
             env_runner_cls=ZeldaEnvRunner,  # RLlib's runner with a lean sampling loop (see env_runner.py)
+            # The runners' connector pipelines are RLlib's defaults, which keep no state (no observation filters):
+            # gathering, merging and sending it back after every iteration would be two round trips for nothing,
+            # and with overlap_sampling the first would wait for the sample in flight.
+            merge_env_runner_states=False,
+            broadcast_env_runner_states=False,
         )
         # A GPU learner runs as its own actor (on the GPU worker group of a KubeRay cluster); a CPU learner
         # runs in the driver, which saves an actor on small machines.
