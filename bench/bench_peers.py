@@ -550,8 +550,13 @@ def print_table(contenders: list[Contender], rounds: list[dict[str, dict[str, An
     peers = [c for c in contenders if c.name != "raw" and not c.runners and rates(c.name)]
     if peers and rates(reference):
         fastest = max(peers, key=lambda c: statistics.median(rates(c.name)))
+        print()
+        for variant in contenders:  # the trainer's other settings first; the default's line stays the last
+            if variant.runners and variant.name != reference and ratios(variant.name, fastest.name):
+                print(f"{variant.label} / fastest peer: "
+                      f"{statistics.median(ratios(variant.name, fastest.name)):.2f}")
         ratio = statistics.median(ratios(reference, fastest.name))
-        print(f"\nzelda-rlaif / fastest peer: {ratio:.2f} ({fastest.label})")
+        print(f"zelda-rlaif / fastest peer: {ratio:.2f} ({fastest.label})")
     else:
         print("\nzelda-rlaif / fastest peer: n/a (no peer measured)")
 

@@ -3,7 +3,8 @@ long run.
 
 The runner owns its rollout through RLlib's public interface only (``env_runner.py``); what it must match is what
 RLlib's own loop hands the learner and the metrics, so these tests run both loops on the same runner and compare.
-``OverlappingPPO`` (``overlap.py``) likewise builds its training step from public calls only.
+``OverlappingPPO`` (``overlap.py``) likewise builds its training step from public calls only, and the learners
+(``ppo_learner.py``, ``self_imitation/learner.py``) override only the ``Learner``'s public methods.
 """
 
 from __future__ import annotations
@@ -19,6 +20,10 @@ import pytest
 from ray.rllib.algorithms import algorithm as rllib_algorithm
 from ray.rllib.algorithms.ppo import PPO
 from ray.rllib.algorithms.ppo import ppo as rllib_ppo
+from ray.rllib.algorithms.ppo.torch import ppo_torch_learner as rllib_ppo_torch_learner
+from ray.rllib.algorithms.ppo.torch.ppo_torch_learner import PPOTorchLearner
+from ray.rllib.core.learner import learner as rllib_learner
+from ray.rllib.core.learner.torch import torch_learner as rllib_torch_learner
 from ray.rllib.env import env_runner as rllib_env_runner
 from ray.rllib.env import single_agent_env_runner as rllib_single_agent_env_runner
 from ray.rllib.env.single_agent_env_runner import SingleAgentEnvRunner
@@ -26,8 +31,10 @@ from ray.rllib.env.single_agent_episode import SingleAgentEpisode
 
 from zelda_trainer import env_runner as our_env_runner
 from zelda_trainer import overlap as our_overlap
+from zelda_trainer import ppo_learner as our_ppo_learner
 from zelda_trainer.algorithm import build_config
 from zelda_trainer.env_runner import ZeldaEnvRunner
+from zelda_trainer.self_imitation import learner as our_self_imitation_learner
 from zelda_trainer.settings import TrainerSettings
 
 ENVS = 2
@@ -56,7 +63,9 @@ def _self_attributes(source_file: str) -> set[str]:
 @pytest.mark.parametrize(("ours", "rllib_modules", "rllib_class"), [
     (our_env_runner, (rllib_env_runner, rllib_single_agent_env_runner), SingleAgentEnvRunner),
     (our_overlap, (rllib_algorithm, rllib_ppo), PPO),
-], ids=["env_runner", "overlap"])
+    (our_ppo_learner, (rllib_learner, rllib_torch_learner, rllib_ppo_torch_learner), PPOTorchLearner),
+    (our_self_imitation_learner, (rllib_learner, rllib_torch_learner, rllib_ppo_torch_learner), PPOTorchLearner),
+], ids=["env_runner", "overlap", "ppo_learner", "self_imitation_learner"])
 def test_our_subclasses_touch_no_private_member_of_rllib(ours: ModuleType, rllib_modules: tuple[ModuleType, ...],
                                                         rllib_class: type) -> None:
     rllib_private = set()
