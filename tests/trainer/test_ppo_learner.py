@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, cast
 
 import gymnasium as gym
 import numpy as np
@@ -69,3 +69,48 @@ def test_the_sampling_logits_are_the_modules_and_follow_new_weights() -> None:
     np.testing.assert_allclose(module.action_logits(observations), torch_logits(), rtol=1e-5, atol=1e-6)
     module.set_state({name: value + 0.1 for name, value in module.get_state().items()})  # as a weight sync does
     np.testing.assert_allclose(module.action_logits(observations), torch_logits(), rtol=1e-5, atol=1e-6)
+
+
+def test_the_lean_ppo_loss_is_rllibs(algorithm: Any) -> None:
+    """Loss, gradients and logged metrics of the lean loss against RLlib's own PPO loss on one batch, with masked rows
+    (PPO's bootstrap steps) that hold values far off the rest."""
+    from ray.rllib.algorithms.ppo.torch.ppo_torch_learner import PPOTorchLearner
+    from ray.rllib.evaluation.postprocessing import Postprocessing
+
+    rows, generator = 96, torch.Generator().manual_seed(0)
+    mask = torch.rand(rows, generator=generator) > 0.2
+    batch = {
+        Columns.OBS: torch.rand(rows, OBSERVATION_SIZE, generator=generator),
+        Columns.ACTIONS: torch.randint(8, (rows,), generator=generator),
+        Columns.ACTION_DIST_INPUTS: torch.randn(rows, 8, generator=generator),
+        Postprocessing.ADVANTAGES: torch.where(mask, torch.randn(rows, generator=generator), 1e6),
+        Postprocessing.VALUE_TARGETS: torch.randn(rows, generator=generator) * 5,
+        Columns.LOSS_MASK: mask,
+    }
+    batch[Columns.ACTION_LOGP] = torch.log_softmax(batch[Columns.ACTION_DIST_INPUTS], -1).gather(
+        -1, batch[Columns.ACTIONS].unsqueeze(-1)).squeeze(-1) + 0.3 * torch.randn(rows, generator=generator)
+    keys = ("policy_loss", "vf_loss", "vf_loss_unclipped", "vf_explained_var", "entropy", "mean_kl_loss")
+
+    def both(learner: Any) -> list[tuple[float, list[torch.Tensor], list[float]]]:
+        module = learner.module[DEFAULT_MODULE_ID]
+        config = learner.config.get_config_for_module(DEFAULT_MODULE_ID)
+        results = []
+        for compute in (learner.compute_loss_for_module,
+                        lambda **kwargs: PPOTorchLearner.compute_loss_for_module(learner, **kwargs)):
+            module.zero_grad()
+            loss = cast(torch.Tensor, compute(module_id=DEFAULT_MODULE_ID, config=config, batch=batch,
+                                              fwd_out=module.forward_train(batch)))
+            loss.backward()
+            logged = [torch.as_tensor(learner.metrics.peek((DEFAULT_MODULE_ID, key))).detach() for key in keys]
+            results.append((float(loss.detach()), [param.grad.clone() for param in module.parameters()],
+                            [float(value) for value in logged]))
+        module.zero_grad()
+        return results
+
+    [result] = algorithm.learner_group.foreach_learner(both)
+    (lean_loss, lean_grads, lean_metrics), (rllib_loss, rllib_grads, rllib_metrics) = result.get()
+    assert lean_loss == pytest.approx(rllib_loss, rel=1e-5)
+    for lean, rllib in zip(lean_grads, rllib_grads, strict=True):
+        torch.testing.assert_close(lean, rllib, rtol=1e-4, atol=1e-6)
+    assert lean_metrics == pytest.approx(rllib_metrics, rel=1e-5)
+

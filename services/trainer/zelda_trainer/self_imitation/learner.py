@@ -51,8 +51,7 @@ class SelfImitationLearner(LeanPPOLearner):
     @override(LeanPPOLearner)
     def compute_loss_for_module(self, *, module_id: str, config: Any, batch: dict[str, Any],
                                 fwd_out: dict[str, Any]) -> torch.Tensor:
-        loss = cast(torch.Tensor, super().compute_loss_for_module(module_id=module_id, config=config, batch=batch,
-                                                                  fwd_out=fwd_out))
+        loss = super().compute_loss_for_module(module_id=module_id, config=config, batch=batch, fwd_out=fwd_out)
         if self._imitation is None or self.imitation_weight == 0:
             return loss
         drawn = torch.randint(self._imitation[Columns.ACTIONS].shape[0], (self.imitation_batch_size,),
