@@ -118,3 +118,13 @@ async def test_two_epochs_export_checkpoint_and_resume(
     saved = resumed_trainer.restored_fingerprint
     assert saved is not None and saved == pytest.approx(latest.policy_fingerprint)
     assert resumed_trainer.runner_fingerprints_after_restore == pytest.approx([saved, saved], rel=1e-5)
+
+    # A trainer stopped after handing an epoch to the judges (its report and epoch.exported) but before its
+    # checkpoint: the resumed run goes on after that epoch, from the last checkpoint, and never trains a closed epoch
+    # again. With no checkpoint at all, from fresh weights.
+    handed_over = resumed.epochs[0].model_copy(update={"epoch": 3})
+    store.put_json(keys.epoch_report(run_id, 3), handed_over)
+    checkpoint, start_epoch = checkpoints.resume_point(store, run_id)
+    assert checkpoint is not None and (checkpoint.epoch, start_epoch) == (2, 4)
+    store.put_json(keys.epoch_report(f"{run_id}-unsaved", 0), handed_over)
+    assert checkpoints.resume_point(store, f"{run_id}-unsaved") == (None, 1)

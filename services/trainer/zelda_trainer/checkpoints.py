@@ -106,6 +106,20 @@ def latest(store: ObjectStore, run_id: str) -> CheckpointMetadata | None:
     return max(found, key=lambda m: m.epoch) if found else None
 
 
+def resume_point(store: ObjectStore, run_id: str) -> tuple[CheckpointMetadata | None, int]:
+    """Where a resumed run goes on: the newest complete checkpoint to restore (None: fresh weights), and the first
+    epoch to train. That is the epoch after the checkpoint, unless the stopped trainer had already handed later
+    epochs to the judges: an epoch's report and ``epoch.exported`` come before its checkpoint, so a trainer stopped
+    between the two leaves an epoch that is judged and closed but not checkpointed. Its number is taken (training
+    it again would announce segments to an epoch the judges have closed), so the run goes on after it, from the
+    checkpoint's weights: that epoch's update is lost, its segments and scores are not."""
+    checkpoint = latest(store, run_id)
+    epoch = 0 if checkpoint is None else checkpoint.epoch + 1
+    while store.exists(keys.epoch_report(run_id, epoch)):
+        epoch += 1
+    return checkpoint, epoch
+
+
 def restore(store: ObjectStore, meta: CheckpointMetadata, into: Path) -> Path:
     store.download_dir(keys.checkpoint(meta.run_id, meta.epoch), into)
     (into / "zelda-checkpoint.json").unlink(missing_ok=True)

@@ -193,14 +193,19 @@ class Trainer:
 
         from zelda_trainer.algorithm import build_config
 
-        latest = checkpoints.latest(self.store, self.run_id) if self.resume else None
+        latest, start_epoch = checkpoints.resume_point(self.store, self.run_id) if self.resume else (None, 0)
+        if start_epoch > (0 if latest is None else latest.epoch + 1):
+            log.warning("run %s: epochs %d-%d were exported but not checkpointed before the trainer stopped; their "
+                        "segments are judged, their updates lost: training goes on at epoch %d from %s",
+                        self.run_id, 0 if latest is None else latest.epoch + 1, start_epoch - 1, start_epoch,
+                        "fresh weights" if latest is None else f"the checkpoint of epoch {latest.epoch}")
         if latest is None:
-            if self.resume:
+            if self.resume and start_epoch == 0:
                 log.warning("no checkpoint of run %s to resume from; starting at epoch 0", self.run_id)
-            return 0, build_config(self.settings, self.profile, 0).build_algo()
+            return start_epoch, build_config(self.settings, self.profile, start_epoch).build_algo()
         local = Path(tempfile.mkdtemp(prefix="zelda-restore-"))
         checkpoints.restore(self.store, latest, local)
-        build_config(self.settings, self.profile, latest.epoch + 1)  # registers the env in this process
+        build_config(self.settings, self.profile, start_epoch)  # registers the env in this process
         algo = Algorithm.from_checkpoint(str(local))
         self._env_steps = latest.env_steps
         # RLlib restores the learner but not the remote env runners: without this sync the first iteration
@@ -212,7 +217,7 @@ class Trainer:
         self.restored_fingerprint = latest.policy_fingerprint
         self.runner_fingerprints_after_restore = self._runner_fingerprints(algo)
         log.info("resumed run %s from epoch %d (%d env steps)", self.run_id, latest.epoch, latest.env_steps)
-        return latest.epoch + 1, algo
+        return start_epoch, algo
 
     async def _run_epoch(self, algo: Any, bus: Bus, follower: RewardModelFollower, epoch: int,
                          progress: ConsoleProgress) -> tuple[EpochReport, int]:

@@ -225,11 +225,10 @@ async def supervise(options: UpOptions, nats_url: str, store_url: str, store: Ob
 
 
 def next_epoch(store: ObjectStore, run_id: str) -> int:
-    """The epoch a resumed run starts at: the one after its latest complete checkpoint."""
+    """The epoch a resumed run starts at (``checkpoints.resume_point``, as the trainer picks it)."""
     from zelda_trainer import checkpoints
 
-    latest = checkpoints.latest(store, run_id)
-    return 0 if latest is None else latest.epoch + 1
+    return checkpoints.resume_point(store, run_id)[1]
 
 
 def run_up(options: UpOptions) -> int:
