@@ -113,4 +113,3 @@ def test_the_lean_ppo_loss_is_rllibs(algorithm: Any) -> None:
     for lean, rllib in zip(lean_grads, rllib_grads, strict=True):
         torch.testing.assert_close(lean, rllib, rtol=1e-4, atol=1e-6)
     assert lean_metrics == pytest.approx(rllib_metrics, rel=1e-5)
-

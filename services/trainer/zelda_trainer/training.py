@@ -194,10 +194,11 @@ class Trainer:
         from zelda_trainer.algorithm import build_config
 
         latest, start_epoch = checkpoints.resume_point(self.store, self.run_id) if self.resume else (None, 0)
-        if start_epoch > (0 if latest is None else latest.epoch + 1):
+        after_checkpoint = 0 if latest is None else latest.epoch + 1
+        if start_epoch > after_checkpoint:
             log.warning("run %s: epochs %d-%d were exported but not checkpointed before the trainer stopped; their "
                         "segments are judged, their updates lost: training goes on at epoch %d from %s",
-                        self.run_id, 0 if latest is None else latest.epoch + 1, start_epoch - 1, start_epoch,
+                        self.run_id, after_checkpoint, start_epoch - 1, start_epoch,
                         "fresh weights" if latest is None else f"the checkpoint of epoch {latest.epoch}")
         if latest is None:
             if self.resume and start_epoch == 0:
