@@ -34,7 +34,9 @@ Arms, each trained in its own ``zelda-rlaif up`` (its own processes, run directo
    arms above set the preference reward to 0 and leave guidance off.
 6. ``random``: ``zelda-rlaif eval --policy random`` on the first trained run's directory (same game, same seeds).
 
-``--arms`` runs a subset (the random arm needs a trained arm beside it for its run directory).
+``--arms`` runs a subset (the random arm needs a trained arm beside it for its run directory). ``--overlap off on``
+runs every trained arm twice, without and with sampling while learning (``ZELDA_TRAINER_OVERLAP_SAMPLING``, whose
+batches are played by the policy one update behind), as ``<arm>-overlap_off`` and ``<arm>-overlap_on``.
 
 Every arm is then evaluated by ``zelda-rlaif eval --epoch best`` (``--eval-epoch latest``: the last checkpoint;
 ``--eval-epoch best latest``: both, each with its own rows) with the same ``--seed`` and ``--episodes``, so all arms
@@ -139,11 +141,25 @@ def trained_arms(sil_weight: float, judged_start_fraction: float,
     )
 
 
+def with_overlap(arms: list[Arm], overlap: list[str]) -> list[Arm]:
+    """Each arm with ``ZELDA_TRAINER_OVERLAP_SAMPLING`` set to each of ``overlap`` (off/on); named apart only where
+    there is more than one."""
+    def variant(arm: Arm, setting: str) -> Arm:
+        env = {**arm.env, "ZELDA_TRAINER_OVERLAP_SAMPLING": str(setting == "on").lower()}
+        if len(overlap) == 1:
+            return Arm(arm.name, arm.what, env)
+        return Arm(f"{arm.name}-overlap_{setting}", f"{arm.what}, sampling while learning {setting}", env)
+
+    return [variant(arm, setting) for arm in arms for setting in overlap]
+
+
 RANDOM = Arm("random", "random policy")
 GUIDANCE = ("off", "explore", "walkthrough")
 _TRAINER_GUIDANCE = TrainerSettings.model_fields["guidance"].get_default(call_default_factory=True)
 TRAINER_GUIDANCE = ("off" if not _TRAINER_GUIDANCE.enabled
                     else "walkthrough" if _TRAINER_GUIDANCE.follow_walkthrough else "explore")
+OVERLAP = ("off", "on")
+TRAINER_OVERLAP = OVERLAP[int(TrainerSettings.model_fields["overlap_sampling"].default)]
 TRAINER_REWARDS = RewardConfig()  # the preference arm's flags default to the trainer's reward weights
 TRAINER_JUDGED_START_FRACTION: float = TrainerSettings.model_fields["judged_start_fraction"].default
 TRAINER_JUDGED_START_EXPLORE_STEPS: int = TrainerSettings.model_fields["judged_start_explore_steps"].default
@@ -335,6 +351,10 @@ def main() -> None:
     parser.add_argument("--guidance-weight", type=float, default=TRAINER_REWARDS.guidance_text,
                         help="preference arm with --guidance: ZELDA_TRAINER_REWARDS__GUIDANCE_TEXT, the reward per "
                         "step whose action agrees with the live suggestion (>= 0; default: the trainer's)")
+    parser.add_argument("--overlap", nargs="+", choices=OVERLAP, default=[TRAINER_OVERLAP],
+                        help="every arm with the trainer sampling while it learns (on) or not (off), "
+                        "ZELDA_TRAINER_OVERLAP_SAMPLING; both (off on) run each arm twice, as <arm>-overlap_<off|on> "
+                        "(default: the trainer's)")
     parser.add_argument("--epochs", type=int, default=2, help="epochs per training run")
     parser.add_argument("--steps-per-epoch", type=int, default=16384, help="env steps per epoch")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2], help="training seeds (ZELDA_TRAINER_SEED)")
@@ -361,6 +381,7 @@ def main() -> None:
                                         args.preference_count_power, args.preference_threshold, args.guidance,
                                         args.guidance_weight)
             if arm.name in args.arms]
+    arms = with_overlap(arms, list(dict.fromkeys(args.overlap)))
     imitating = bool({"self_imitation", "judged_starts", "preference"} & set(args.arms))
     if not arms:
         parser.error("--arms random alone has no run directory to play in: add a trained arm (e.g. --arms full random)")
@@ -409,6 +430,7 @@ def main() -> None:
                  if "preference" in args.arms else "")
               + (f", guidance {args.guidance} ({args.guidance_weight} a step agreeing)"
                  if "preference" in args.arms and args.guidance != "off" else "")
+              + f", sampling while learning {' and '.join(args.overlap)}"
               + (", --quick" if args.quick else ""))
     rows: list[dict] = []
     for arm in arms:

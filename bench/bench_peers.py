@@ -21,8 +21,10 @@ reports env steps/s of whole training, sampling and learning, after a warm-up it
 Every learner gets every core while it learns, as the trainer's CPU learner does (``set_learner_threads``), and one
 thread while it samples. Contenders run in rotating order, one fresh process each, ``--rounds`` times; the table
 gives env steps/s min/median/max, and each contender's ratio to zelda-rlaif and to raw PyBoy measured in the same
-round (median over rounds). The parent samples the peak resident memory (RSS) of every process of each contender's
-tree (driver, env runners, emulator processes, Ray's own) and, for zelda-rlaif, Ray's object store in use.
+round (median over rounds). Each contender also meters the CPU time (user + system) of its whole process tree over
+its timed iterations, by role (driver, env runners, emulator processes, Ray's own): CPU microseconds per env step,
+and how many cores it kept busy. The parent samples the peak resident memory (RSS) of every process of each
+contender's tree and, for zelda-rlaif, Ray's object store in use (read after the timed iterations).
 """
 
 from __future__ import annotations
@@ -171,10 +173,11 @@ def run_zelda(args: argparse.Namespace) -> dict[str, Any]:
         if used is not None:
             store["used"] = max(store["used"], used)
 
+    cpu = CpuMeter()
     trained, sampled = training_rate(args.runners, args.emulators // args.runners, args.iterations,
                                      {"train_batch_size": 2048, "minibatch_size": 512}, read_object_store,
-                                     overlap=args.overlap == "on")
-    return {"steps_per_s": trained, "sampling_alone_steps_per_s": sampled,
+                                     overlap=args.overlap == "on", window=(cpu.start, cpu.stop))
+    return {"steps_per_s": trained, "sampling_alone_steps_per_s": sampled, "cpu": cpu.result,
             "object_store_peak_bytes": store["used"], "object_store_capacity_bytes": store["capacity"]}
 
 
@@ -230,11 +233,14 @@ def run_sb3(args: argparse.Namespace, subprocesses: bool) -> dict[str, Any]:
                        "net_arch": [], "share_features_extractor": True},
         device="cpu", seed=0, verbose=0)
     model.learn(total_timesteps=2048)  # warm-up
+    cpu = CpuMeter()
+    cpu.start()
     start_steps, started = model.num_timesteps, time.perf_counter()
     model.learn(total_timesteps=args.iterations * 2048, reset_num_timesteps=False)
     rate = (model.num_timesteps - start_steps) / (time.perf_counter() - started)
+    cpu.stop()
     venv.close()
-    return {"steps_per_s": rate}
+    return {"steps_per_s": rate, "cpu": cpu.result}
 
 
 def run_cleanrl(args: argparse.Namespace, asynchronous: bool) -> dict[str, Any]:
@@ -260,9 +266,10 @@ def run_cleanrl(args: argparse.Namespace, asynchronous: bool) -> dict[str, Any]:
     logprobs, rewards, dones, values = (torch.zeros((steps, emulators)) for _ in range(4))
     next_obs = torch.from_numpy(envs.reset(seed=0)[0])
     next_done = torch.zeros(emulators)
-    started, env_steps = 0.0, 0
+    started, env_steps, cpu = 0.0, 0, CpuMeter()
     for iteration in range(1 + args.iterations):
         if iteration == 1:  # after the warm-up iteration
+            cpu.start()
             started = time.perf_counter()
         for step in range(steps):
             observations[step], dones[step] = next_obs, next_done
@@ -309,8 +316,9 @@ def run_cleanrl(args: argparse.Namespace, asynchronous: bool) -> dict[str, Any]:
                     torch.nn.utils.clip_grad_norm_(agent.parameters(), 0.5)
                     optimizer.step()
     rate = env_steps / (time.perf_counter() - started)
+    cpu.stop()
     envs.close()
-    return {"steps_per_s": rate}
+    return {"steps_per_s": rate, "cpu": cpu.result}
 
 
 def puffer_env(buf: Any = None, seed: int = 0) -> Any:
@@ -354,16 +362,18 @@ def run_pufferlib(args: argparse.Namespace, multiprocessing: bool) -> dict[str, 
     }
     trainer = QuietPuffeRL(config, vecenv, policy)
     trainer.utilization.stop()  # the dashboard's CPU/GPU sampler thread
-    started, start_steps = 0.0, 0
+    started, start_steps, cpu = 0.0, 0, CpuMeter()
     for iteration in range(1 + args.iterations):
         if iteration == 1:
+            cpu.start()
             started, start_steps = time.perf_counter(), trainer.global_step
         trainer.evaluate()
         with learner_threads():
             trainer.train()
     rate = (trainer.global_step - start_steps) / (time.perf_counter() - started)
+    cpu.stop()
     vecenv.close()
-    return {"steps_per_s": rate, "c_kernel": bool(pufferl._C_AVAILABLE)}
+    return {"steps_per_s": rate, "c_kernel": bool(pufferl._C_AVAILABLE), "cpu": cpu.result}
 
 
 RUNNERS: dict[str, Callable[[argparse.Namespace], dict[str, Any]]] = {
@@ -417,6 +427,39 @@ def role_of(process: Any, driver_pid: int) -> str:
     if "forkserver" in cmdline or "resource_tracker" in cmdline or not name.startswith("python"):
         return "other"  # multiprocessing's helpers; short-lived tools (ctypes' ldconfig look-ups when SDL loads)
     return "emulator process"  # vector-env workers and raw PyBoy processes: each runs emulators
+
+
+class CpuMeter:
+    """CPU seconds that this process and every process under it (Ray's own and its env runners, vector-env workers)
+    spend between ``start`` and ``stop``, summed by role (``role_of``), and the wall time between them."""
+
+    def __init__(self) -> None:
+        self._begin: dict[int, tuple[str, float]] = {}
+        self._started = 0.0
+        self.result: dict[str, Any] = {}
+
+    @staticmethod
+    def _read() -> dict[int, tuple[str, float]]:
+        import psutil
+
+        root = psutil.Process()
+        seconds: dict[int, tuple[str, float]] = {}
+        for process in [root, *root.children(recursive=True)]:
+            with contextlib.suppress(psutil.Error):  # gone between listing and reading
+                times = process.cpu_times()
+                seconds[process.pid] = (role_of(process, root.pid), times.user + times.system)
+        return seconds
+
+    def start(self) -> None:
+        self._begin, self._started = self._read(), time.perf_counter()
+
+    def stop(self) -> None:
+        wall, end = time.perf_counter() - self._started, self._read()
+        by_role: dict[str, float] = {}
+        for pid, (role, seconds) in end.items():
+            spent = seconds - self._begin.get(pid, (role, 0.0))[1]  # a process started inside: all of it
+            by_role[role] = by_role.get(role, 0.0) + spent
+        self.result = {"cpu_s": by_role, "wall_s": wall}
 
 
 @dataclass
@@ -497,6 +540,40 @@ def group(roles: dict[str, list[int]], role: str) -> str:
     return f"{len(peaks)} x {mib(max(peaks))}" if peaks else "-"
 
 
+def print_cpu_table(contenders: list[Contender], rounds: list[dict[str, dict[str, Any]]]) -> None:
+    """Where each contender's CPU goes per env step over its timed iterations (median over rounds): what a rate on
+    these cores costs, and how much of the cores it keeps busy."""
+    print(f"\nCPU per env step (us, user + system, timed iterations only; median over rounds); raw PyBoy: its "
+          f"{CORES} processes busy throughout")
+    print(f"{'contender':<50} {'driver':>7} {'env runners':>12} {'emulator procs':>15} {'Ray system':>11} "
+          f"{'other':>6} {'total':>7} {'cores busy':>11}")
+    for contender in contenders:
+        if contender.name == "raw":
+            rates = [r["raw"]["steps_per_s"] for r in rounds if "steps_per_s" in r.get("raw", {})]
+            if rates:
+                print(f"{contender.label:<50} {'':>7} {'':>12} {'':>15} {'':>11} {'':>6} "
+                      f"{1e6 * CORES / statistics.median(rates):>7,.0f} {CORES:>11.2f}")
+            continue
+        per_round = [(r[contender.name]["cpu"], r[contender.name]["steps_per_s"]) for r in rounds
+                     if r.get(contender.name, {}).get("cpu")]
+        if not per_round:
+            continue
+        cells = [cpu_cell(per_round, role) for role in ("driver", "env runner", "emulator process", "ray system",
+                                                         "other")]
+        busy = statistics.median(sum(cpu["cpu_s"].values()) / cpu["wall_s"] for cpu, _ in per_round)
+        print(f"{contender.label:<50} {cells[0]:>7} {cells[1]:>12} {cells[2]:>15} {cells[3]:>11} {cells[4]:>6} "
+              f"{cpu_cell(per_round, None):>7} {busy:>11.2f}")
+
+
+def cpu_cell(per_round: list[tuple[dict[str, Any], float]], role: str | None) -> str:
+    """Median over rounds of one role's (None: all roles') CPU microseconds per env step; - where it has none."""
+    if role is not None and not any(role in cpu["cpu_s"] for cpu, _ in per_round):
+        return "-"
+    per_step = [1e6 * (sum(cpu["cpu_s"].values()) if role is None else cpu["cpu_s"].get(role, 0.0))
+                / (rate * cpu["wall_s"]) for cpu, rate in per_round]
+    return f"{statistics.median(per_step):,.0f}"
+
+
 def print_table(contenders: list[Contender], rounds: list[dict[str, dict[str, Any]]], reference: str) -> None:
     def rates(name: str) -> list[float]:
         return [r[name]["steps_per_s"] for r in rounds if "steps_per_s" in r.get(name, {})]
@@ -523,6 +600,8 @@ def print_table(contenders: list[Contender], rounds: list[dict[str, dict[str, An
         if sampled:
             print(f"  {contender.label}: its env runners sampling alone (no learner): "
                   f"{statistics.median(sampled):,.0f} env steps/s (median)")
+
+    print_cpu_table(contenders, rounds)
 
     print("\npeak resident memory (RSS, MiB; max over rounds; shared pages count in every process that maps them)")
     print(f"{'contender':<50} {'driver':>7} {'env runners':>14} {'emulator procs':>16} {'Ray system':>11} "

@@ -48,11 +48,17 @@ def raw_limit(processes: int, seconds: float, frame_skip: int) -> float:
     return sum(rates)
 
 
+PROBED_ITERATIONS = 2  # untimed iterations after the timed ones, each followed by ``on_iteration``
+
+
 def training_rate(runners: int, envs_per_runner: int, iterations: int, ppo_overrides: dict[str, int],
-                  on_iteration: Callable[[], None] | None = None, overlap: bool = False) -> tuple[float, float]:
+                  on_iteration: Callable[[], None] | None = None, overlap: bool = False,
+                  window: tuple[Callable[[], None], Callable[[], None]] | None = None) -> tuple[float, float]:
     """Env steps/s trained (sampling and learning in turn, or at once with ``overlap``), then sampled alone by the
-    same env runners. ``on_iteration`` is called after every training iteration (bench_peers.py reads Ray's object
-    store there)."""
+    same env runners. ``window``: called as the timed iterations start and as they end (bench_peers.py meters the
+    CPU there). ``on_iteration`` is called after each of ``PROBED_ITERATIONS`` more iterations that are not timed
+    (bench_peers.py reads Ray's object store there): with overlap the env runners sample on while it runs, so a probe
+    inside the timed window would hand them time the clock does not count."""
     import ray
 
     from zelda_trainer import metrics
@@ -71,15 +77,19 @@ def training_rate(runners: int, envs_per_runner: int, iterations: int, ppo_overr
     assert runner_group is not None and config is not None  # a built Algorithm has both
     algo.train()  # warm-up: actor start, first compilation of everything
     start_steps = metrics.lifetime_env_steps(algo.train())
-    started, probing = time.perf_counter(), 0.0
+    if window is not None:
+        window[0]()
+    started = time.perf_counter()
     for _ in range(iterations):
         result = algo.train()
-        if on_iteration is not None:
-            probe_started = time.perf_counter()
-            on_iteration()
-            probing += time.perf_counter() - probe_started  # not the trainer's time
-    elapsed = time.perf_counter() - started - probing
+    elapsed = time.perf_counter() - started
+    if window is not None:
+        window[1]()
     steps = metrics.lifetime_env_steps(result) - start_steps
+    if on_iteration is not None:
+        for _ in range(PROBED_ITERATIONS):
+            algo.train()
+            on_iteration()
     # With overlap the timed iterations start and end with a batch in flight (a steady state); it is not timed.
     runner_group.fetch_ready_async_reqs(tags=AHEAD_TAG, timeout_seconds=None)
     # The same env runners sampling the same number of steps with no learner update in between: the rate a
