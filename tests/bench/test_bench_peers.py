@@ -35,7 +35,7 @@ def test_quick_bench_prints_every_contender_its_ratios_and_its_memory() -> None:
               "zelda-rlaif": "zelda-rlaif trainer, 2 env runners, sampling while learning",
               "cleanrl-sync": "CleanRL-style PPO, Gymnasium SyncVectorEnv",
               "sb3-dummy": "Stable-Baselines3 PPO, DummyVecEnv"}
-    table = output[output.index("env steps/s: min"):output.index("peak resident memory")]
+    table = output[output.index("env steps/s: min"):output.index("CPU per env step")]
     for name in contenders:
         row = re.search(rf"^{re.escape(labels[name])}\s+([\d,]+)\s+([\d,]+)\s+([\d,]+)\s+([\d.]+)\s+([\d.]+)$",
                         table, re.MULTILINE)
@@ -44,6 +44,14 @@ def test_quick_bench_prints_every_contender_its_ratios_and_its_memory() -> None:
         assert 0 < low <= median <= high
     assert re.search(rf"^{re.escape(labels['zelda-rlaif'])}\s.*\s1\.00\s+[\d.]+$", table, re.MULTILINE)
     assert re.search(rf"^{re.escape(labels['raw'])}\s.*\s1\.00$", table, re.MULTILINE)
+
+    # CPU per env step over the timed iterations: the trainer's by role, every process of it counted once.
+    cpu = output[output.index("CPU per env step"):output.index("peak resident memory")]
+    cells = next(line for line in cpu.splitlines() if line.startswith(labels["zelda-rlaif"]))
+    driver, runners, emulators, ray_system, _other, total, busy = cells[len(labels["zelda-rlaif"]):].split()
+    assert emulators == "-" and float(busy) > 0, cells  # the emulators run inside the env runners
+    parts = [float(value.replace(",", "")) for value in (driver, runners, ray_system)]
+    assert all(part > 0 for part in parts) and sum(parts) <= float(total.replace(",", "")) + 3, cells  # rounding
 
     # Memory: the trainer's driver, its two env runner actors, Ray's own processes and its object store.
     memory = output[output.index("peak resident memory"):]
