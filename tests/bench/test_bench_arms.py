@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from bench.bench_learning import TRAINER_JUDGED_START_FRACTION, TRAINER_REWARDS, trained_arms
+from bench.bench_learning import (
+    TRAINER_JUDGED_START_FRACTION,
+    TRAINER_OVERLAP,
+    TRAINER_REWARDS,
+    trained_arms,
+    with_overlap,
+)
 from zelda_trainer.settings import TrainerSettings
 
 
@@ -29,3 +35,17 @@ def test_plain_ppo_has_no_learned_reward_no_imitation_and_no_judged_starts(monke
     plain = arm_settings("no_shaping", monkeypatch, TRAINER_JUDGED_START_FRACTION)
     assert plain.rewards.shaping == plain.rewards.preference == 0
     assert plain.self_imitation.weight == 0 and plain.judged_start_fraction == 0
+
+
+def test_overlap_both_ways_runs_each_arm_twice_under_its_own_name(monkeypatch: pytest.MonkeyPatch) -> None:
+    arms = [arm for arm in trained_arms(0.5, TRAINER_JUDGED_START_FRACTION) if arm.name == "no_shaping"]
+    off, on = with_overlap(arms, ["off", "on"])
+    assert (off.name, on.name) == ("no_shaping-overlap_off", "no_shaping-overlap_on")
+    for arm, expected in ((off, False), (on, True)):
+        for key, value in arm.env.items():
+            monkeypatch.setenv(key, value)
+        settings = TrainerSettings()
+        assert settings.overlap_sampling is expected and settings.rewards.shaping == 0  # the arm's own settings kept
+    # One setting: the arm keeps its name (and its result directory), the setting still spelled out.
+    (single,) = with_overlap(arms, [TRAINER_OVERLAP])
+    assert single.name == "no_shaping" and "ZELDA_TRAINER_OVERLAP_SAMPLING" in single.env
