@@ -381,7 +381,8 @@ def main() -> None:
                                         args.preference_count_power, args.preference_threshold, args.guidance,
                                         args.guidance_weight)
             if arm.name in args.arms]
-    arms = with_overlap(arms, list(dict.fromkeys(args.overlap)))
+    args.overlap = list(dict.fromkeys(args.overlap))  # each setting once, in the order given
+    arms = with_overlap(arms, args.overlap)
     imitating = bool({"self_imitation", "judged_starts", "preference"} & set(args.arms))
     if not arms:
         parser.error("--arms random alone has no run directory to play in: add a trained arm (e.g. --arms full random)")
