@@ -79,3 +79,4 @@ def test_rendering_only_when_asked(env: ZeldaEnv) -> None:
     assert env.frame_available
     screen = env.screen()
     assert screen.shape == (144, 160, 3) and screen.std() > 0
+    assert np.array_equal(screen, env.emulator.pyboy.screen.ndarray[:, :, :3])  # PyBoy's RGBA, alpha dropped
