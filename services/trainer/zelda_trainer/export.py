@@ -49,7 +49,7 @@ def incarnation_token() -> str:
 
 def encode_png(screen: np.ndarray) -> bytes:
     """A screen (height x width x RGB or RGBA, uint8) as a lossless PNG: a palette PNG when it has at most 256
-    colours, as every Game Boy screen has (about 5x faster to encode than RGB and a third of the size, see
+    colours, as every Game Boy screen has (about 4x faster to encode than RGB and a third of the size, see
     ``kernels/palette.py``), else RGB."""
     height, width = screen.shape[:2]
     indices = np.empty((height, width), dtype=np.uint8)

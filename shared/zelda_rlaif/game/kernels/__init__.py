@@ -1,4 +1,5 @@
-"""Compiled per-step kernels (numba) behind the observation, the coverage counts and RND curiosity.
+"""Compiled per-step kernels (numba) behind the observation, the coverage counts, RND curiosity and the palette
+PNGs of exported and live frames.
 
 Why numba: an env step is ~70 us of emulation, so the env's own per-step work has to stay at a few
 microseconds, and NumPy cannot get there (each small array call costs ~1 us of overhead, and the observation is
@@ -9,5 +10,6 @@ numba's cache only notices edits to the file a compiled function is defined in, 
 calls live in one module: otherwise an edit to a callee would leave the caller running its old cached code.
 
 The Python classes that own the state (``ObservationBuilder``, ``CoverageTracker``, ``RndCuriosity``) stay the
-entry points; a kernel only does the arithmetic on arrays they preallocate.
+entry points, as does the trainer's ``encode_png`` for the palette kernel; a kernel only does the arithmetic on
+arrays they allocate.
 """
