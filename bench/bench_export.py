@@ -28,10 +28,9 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 import numpy as np
 from PIL import Image
 
-from zelda_rlaif.segments import GameState, StepRecord
 from zelda_rlaif.storage.file import FileStore
 from zelda_trainer.env_config import training_env_config
-from zelda_trainer.export import GAME_STATE_FIELDS, encode_png
+from zelda_trainer.export import encode_png, step_record
 from zelda_trainer.settings import TrainerSettings
 from zelda_trainer.training_env import TrainingEnv
 
@@ -91,9 +90,7 @@ def parts(store_dir: Path) -> list[tuple[str, float, float]]:
     observation = np.zeros(128, dtype=np.float32)
 
     def record() -> str:
-        state = GameState(**{k: v for k, v in info["state"].items() if k in GAME_STATE_FIELDS})
-        return StepRecord(step=1, action=4, action_name="RIGHT", reward=0.0, components=info["components"],
-                          state=state, observation=observation.astype(float).tolist()).model_dump_json()
+        return step_record(1, 4, "RIGHT", 0.0, info["components"], info["state"], observation).model_dump_json()
 
     store, png, writes = FileStore(store_dir), encode_png(screen), iter(range(10**9))
     results = [
@@ -123,7 +120,7 @@ def main() -> None:
             names = list(SETTINGS)
             names = names[round_index % len(names):] + names[:round_index % len(names)]  # rotate the order
             for name in names:
-                store = Path(tmp) / f"store-{round_index}-{len(costs[name])}-{names.index(name)}"
+                store = Path(tmp) / f"round-{round_index}-{list(SETTINGS).index(name)}"  # a fresh store each
                 costs[name].append(cpu_us_per_step(*SETTINGS[name], args.steps, store))
         base = statistics.median(costs["export off"])
         print(f"TrainingEnv on the test world, CPU per env step (median of {args.rounds} rounds of {args.steps} steps)")

@@ -23,12 +23,12 @@ def test_a_game_screen_is_stored_as_a_lossless_palette_png() -> None:
     env.render_next = True
     env.step(Action.RIGHT)
     screen = env.screen()
-    rgba = env.emulator.pyboy.screen.ndarray
-    env.close()
+    rgba = env.emulator.pyboy.screen.ndarray  # PyBoy's own buffer: encoded before the emulator is closed
     for pixels in (screen, rgba):
         mode, rgb = decoded(encode_png(pixels))
         assert mode == "P"
         assert np.array_equal(rgb, screen)
+    env.close()
 
 
 def test_up_to_256_colours_in_any_order_and_rgb_beyond() -> None:

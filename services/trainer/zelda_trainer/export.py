@@ -66,6 +66,14 @@ def encode_png(screen: np.ndarray) -> bytes:
     return buffer.getvalue()
 
 
+def step_record(step: int, action: int, action_name: str, reward: float, components: dict[str, float],
+                state: dict[str, int], observation: np.ndarray) -> StepRecord:
+    """One line of a segment's state log (the env's ``info["state"]`` may hold more than ``GameState`` keeps)."""
+    return StepRecord(step=step, action=action, action_name=action_name, reward=reward, components=components,
+                      state=GameState(**{k: v for k, v in state.items() if k in GAME_STATE_FIELDS}),
+                      observation=observation.astype(float).tolist())
+
+
 @dataclass
 class _Segment:
     index: int
@@ -140,15 +148,12 @@ class SegmentExporter:
             return None
         if segment.step_start is None:
             segment.step_start = step
-        game_state = GameState(**{k: v for k, v in state.items() if k in GAME_STATE_FIELDS})
-        record = StepRecord(step=step, action=action, action_name=action_name, reward=reward,
-                            components=components, state=game_state,
-                            observation=observation.astype(float).tolist())
+        record = step_record(step, action, action_name, reward, components, state, observation)
         segment.records.append(record.model_dump_json())
         segment.total_reward += reward
         for name, value in components.items():
             segment.components[name] = segment.components.get(name, 0.0) + value
-        segment.rooms.add(game_state.location)
+        segment.rooms.add(record.state.location)
         if frame is not None:
             segment.frames[step] = encode_png(frame)
         if len(segment.records) < self.plan.segment_steps:
