@@ -4,8 +4,10 @@ write-once (exclusive) puts."""
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -14,6 +16,7 @@ from zelda_rlaif.errors import ObjectExists, ObjectNotFound, SettingsError, Stor
 from zelda_rlaif.settings import StoreSettings, load_settings
 from zelda_rlaif.storage import ObjectStore, keys, open_store
 from zelda_rlaif.storage.file import FileStore
+from zelda_rlaif.storage.s3 import S3Store
 
 
 @pytest.fixture(params=["file", "s3"])
@@ -121,6 +124,44 @@ def test_s3_missing_bucket_says_what_to_do(s3_endpoint: str) -> None:
                              s3_access_key="k", s3_secret_key="s")
     with pytest.raises(StoreError, match="create it first"):
         open_store(settings)
+
+
+def test_s3_puts_send_the_body_without_waiting_for_100_continue() -> None:
+    """Each PUT goes out in one piece: no "Expect: 100-continue" round trip per object (see S3Store)."""
+    seen: list[dict[str, str]] = []
+
+    class Recorder(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_HEAD(self) -> None:  # head_bucket
+            self._answer()
+
+        def do_PUT(self) -> None:
+            seen.append(dict(self.headers))
+            self.rfile.read(int(self.headers["Content-Length"]))
+            self._answer()
+
+        def _answer(self) -> None:
+            self.send_response(200)
+            self.send_header("Content-Length", "0")
+            self.send_header("ETag", '"0"')
+            self.end_headers()
+
+        def log_message(self, *_: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Recorder)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        store = S3Store("bucket", "", endpoint_url=f"http://127.0.0.1:{server.server_port}", region="us-east-1",
+                        access_key="k", secret_key="s")
+        store.put_bytes("a.png", b"png", "image/png", exclusive=True)
+        store.put_bytes("b.json", b"{}")
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert [headers.get("Content-Length") for headers in seen] == ["3", "2"]
+    assert not [headers for headers in seen if "expect" in {name.lower() for name in headers}]
 
 
 def test_keys_know_their_epoch() -> None:

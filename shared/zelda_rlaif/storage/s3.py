@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 import boto3
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
+from botocore.handlers import add_expect_header
 
 from zelda_rlaif.errors import ObjectExists, ObjectNotFound, StoreError
 from zelda_rlaif.storage.base import ObjectStore, exists_message
@@ -54,6 +55,11 @@ class S3Store(ObjectStore):
             aws_secret_access_key=secret_key,
             config=config,
         )
+        # boto3 sends each PUT with "Expect: 100-continue" and holds the body back until the server's interim
+        # answer: a second round trip per object, which only pays for a large upload the server might refuse. This
+        # store writes small objects whole from memory (a segment is ~80 of them), so each is sent at once
+        # (measured: a quarter less client CPU and wall time per put, docs/performance.md, "Segment export").
+        self._client.meta.events.unregister("before-call.s3", add_expect_header)
         self._check_bucket(create_bucket)
 
     def _check_bucket(self, create: bool) -> None:
