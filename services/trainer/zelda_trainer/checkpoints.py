@@ -106,6 +106,11 @@ def latest(store: ObjectStore, run_id: str) -> CheckpointMetadata | None:
     return max(found, key=lambda m: m.epoch) if found else None
 
 
+def epoch_after(checkpoint: CheckpointMetadata | None) -> int:
+    """The first epoch whose update a checkpoint does not hold (0 without one)."""
+    return 0 if checkpoint is None else checkpoint.epoch + 1
+
+
 def resume_point(store: ObjectStore, run_id: str) -> tuple[CheckpointMetadata | None, int]:
     """Where a resumed run goes on: the newest complete checkpoint to restore (None: fresh weights), and the first
     epoch to train. That is the epoch after the checkpoint, unless the stopped trainer had already handed later
@@ -114,7 +119,7 @@ def resume_point(store: ObjectStore, run_id: str) -> tuple[CheckpointMetadata | 
     it again would announce segments to an epoch the judges have closed), so the run goes on after it, from the
     checkpoint's weights: that epoch's update is lost, its segments and scores are not."""
     checkpoint = latest(store, run_id)
-    epoch = 0 if checkpoint is None else checkpoint.epoch + 1
+    epoch = epoch_after(checkpoint)
     while store.exists(keys.epoch_report(run_id, epoch)):
         epoch += 1
     return checkpoint, epoch

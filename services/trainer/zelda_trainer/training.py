@@ -194,7 +194,7 @@ class Trainer:
         from zelda_trainer.algorithm import build_config
 
         latest, start_epoch = checkpoints.resume_point(self.store, self.run_id) if self.resume else (None, 0)
-        after_checkpoint = 0 if latest is None else latest.epoch + 1
+        after_checkpoint = checkpoints.epoch_after(latest)
         if start_epoch > after_checkpoint:
             log.warning("run %s: epochs %d-%d were exported but not checkpointed before the trainer stopped; their "
                         "segments are judged, their updates lost: training goes on at epoch %d from %s",
