@@ -11,6 +11,12 @@ import pytest
 import torch
 from ray.rllib.core import ALL_MODULES, DEFAULT_MODULE_ID
 from ray.rllib.core.columns import Columns
+from ray.rllib.utils.metrics import (
+    ENV_RUNNER_RESULTS,
+    LEARNER_RESULTS,
+    NUM_ENV_STEPS_SAMPLED,
+    NUM_MODULE_STEPS_TRAINED,
+)
 
 from zelda_rlaif.segments import OBSERVATION_SIZE
 from zelda_trainer.algorithm import build_config
@@ -113,3 +119,13 @@ def test_the_lean_ppo_loss_is_rllibs(algorithm: Any) -> None:
     for lean, rllib in zip(lean_grads, rllib_grads, strict=True):
         torch.testing.assert_close(lean, rllib, rtol=1e-4, atol=1e-6)
     assert lean_metrics == pytest.approx(rllib_metrics, rel=1e-5)
+
+
+def test_an_update_runs_epochs_x_steps_over_minibatch_size_minibatches(algorithm: Any) -> None:
+    """PPO's learner connector adds a masked bootstrap row to every episode chunk. RLlib's single learner would cover
+    those too and run a third 64-row minibatch over this 128-step batch; the lean learner runs the two that one epoch
+    of 128 steps makes, as RLlib counts them for several learners."""
+    result = algorithm.train()
+    sampled = result[ENV_RUNNER_RESULTS][NUM_ENV_STEPS_SAMPLED]
+    assert sampled == 128
+    assert result[LEARNER_RESULTS][DEFAULT_MODULE_ID][NUM_MODULE_STEPS_TRAINED] == 2 * 64

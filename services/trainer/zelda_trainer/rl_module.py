@@ -12,6 +12,8 @@ from ray.rllib.core.rl_module.torch import TorchRLModule
 from ray.rllib.utils.annotations import override
 from torch import nn
 
+from zelda_trainer.tanh import Tanh
+
 
 class ZeldaMLPModule(TorchRLModule, ValueFunctionAPI):
     """``model_config``: ``hidden`` (default 256) and ``layers`` (default 2)."""
@@ -23,7 +25,7 @@ class ZeldaMLPModule(TorchRLModule, ValueFunctionAPI):
         hidden = int(self.model_config.get("hidden", 256))  # type: ignore[union-attr]
         layers: list[nn.Module] = []
         for _ in range(int(self.model_config.get("layers", 2))):  # type: ignore[union-attr]
-            layers += [nn.Linear(in_size, hidden), nn.Tanh()]
+            layers += [nn.Linear(in_size, hidden), Tanh()]  # nn.Tanh, faster on a CPU (tanh.py)
             in_size = hidden
         self._trunk = nn.Sequential(*layers)
         self._policy_head = nn.Linear(hidden, int(self.action_space.n))  # type: ignore[union-attr]
