@@ -46,7 +46,6 @@ from ray.rllib.core import ALL_MODULES
 from ray.rllib.core.columns import Columns
 from ray.rllib.core.distribution.torch.torch_distribution import TorchCategorical
 from ray.rllib.core.learner.learner import ENTROPY_KEY, POLICY_LOSS_KEY, VF_LOSS_KEY
-from ray.rllib.core.learner.training_data import TrainingData
 from ray.rllib.core.rl_module.apis import ValueFunctionAPI
 from ray.rllib.evaluation.postprocessing import Postprocessing
 from ray.rllib.utils.annotations import override
@@ -59,13 +58,15 @@ SKIPPED_METRIC = "nonfinite_updates_skipped"
 
 class LeanPPOLearner(PPOTorchLearner):
     @override(PPOTorchLearner)
-    def update(self, *, training_data: TrainingData | None = None, num_epochs: int = 1,
-               minibatch_size: int | None = None, num_total_minibatches: int = 0, **kwargs: Any) -> Any:
-        episodes = training_data.episodes if training_data is not None else kwargs.get("episodes")
-        if minibatch_size and not num_total_minibatches and episodes:
-            num_total_minibatches = minibatch_count(episodes, num_epochs, minibatch_size)
-        return super().update(training_data=training_data, num_epochs=num_epochs, minibatch_size=minibatch_size,
-                              num_total_minibatches=num_total_minibatches, **kwargs)
+    def update(self, *args: Any, **kwargs: Any) -> Any:
+        # RLlib's learner group passes everything by keyword: the episodes inside ``training_data``, or as ``episodes``.
+        if kwargs.get("minibatch_size") and not kwargs.get("num_total_minibatches"):
+            training_data = kwargs.get("training_data")
+            episodes = training_data.episodes if training_data is not None else kwargs.get("episodes")
+            if episodes:
+                kwargs["num_total_minibatches"] = minibatch_count(episodes, kwargs.get("num_epochs", 1),
+                                                                  kwargs["minibatch_size"])
+        return super().update(*args, **kwargs)
 
     @override(PPOTorchLearner)
     def configure_optimizers_for_module(self, module_id: str, config: Any = None) -> None:
