@@ -134,9 +134,9 @@ def test_the_learner_imitates_the_kept_actions_where_they_returned_more_than_exp
     before = probability_of_kept_action()
     handed = algorithm.learner_group.foreach_learner(lambda learner: learner.set_imitation_data(data))
     assert [result.get() for result in handed] == [64]
-    for _ in range(3):
+    for _ in range(4):  # 4 minibatches each: 2 epochs of 128 steps in 64s
         result = algorithm.train()
     learner_results = result["learners"]["default_policy"]
     assert "self_imitation_loss" in learner_results
     assert learner_results["self_imitation_positive_fraction"] > 0
-    assert probability_of_kept_action() > 2 * before  # 12 gradient steps: from ~1/8 to ~0.3
+    assert probability_of_kept_action() > 2 * before  # 16 gradient steps: from ~1/8 to ~0.3
