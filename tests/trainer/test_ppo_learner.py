@@ -122,10 +122,20 @@ def test_the_lean_ppo_loss_is_rllibs(algorithm: Any) -> None:
 
 
 def test_an_update_runs_epochs_x_steps_over_minibatch_size_minibatches(algorithm: Any) -> None:
-    """PPO's learner connector adds a masked bootstrap row to every episode chunk. RLlib's single learner would cover
-    those too and run a third 64-row minibatch over this 128-step batch; the lean learner runs the two that one epoch
-    of 128 steps makes, as RLlib counts them for several learners."""
+    """One epoch of 128 steps in minibatches of 64 is two minibatches, as RLlib counts them for several learners
+    (a single RLlib learner runs one more whenever the batch holds a row more than the steps asked for)."""
     result = algorithm.train()
     sampled = result[ENV_RUNNER_RESULTS][NUM_ENV_STEPS_SAMPLED]
     assert sampled == 128
     assert result[LEARNER_RESULTS][DEFAULT_MODULE_ID][NUM_MODULE_STEPS_TRAINED] == 2 * 64
+
+
+def test_the_learner_builds_its_batch_with_the_trainers_connector_alone(algorithm: Any) -> None:
+    """RLlib's PPO learner adds its bootstrap rows and GAE only to a pipeline with RLlib's default connectors; the
+    trainer's config turns those off, so its one connector is the whole pipeline. (The learner holds its pipeline in a
+    private attribute: read here only to pin that RLlib behaviour.)"""
+    from zelda_trainer.ppo_batch import PPOTrainBatch
+
+    [result] = algorithm.learner_group.foreach_learner(
+        lambda learner: [type(piece) for piece in learner._learner_connector.connectors])
+    assert result.get() == [PPOTrainBatch]

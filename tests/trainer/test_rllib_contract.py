@@ -3,8 +3,9 @@ long run.
 
 The runner owns its rollout through RLlib's public interface only (``env_runner.py``); what it must match is what
 RLlib's own loop hands the learner and the metrics, so these tests run both loops on the same runner and compare.
-``OverlappingPPO`` (``overlap.py``) likewise builds its training step from public calls only, and the learners
-(``ppo_learner.py``, ``self_imitation/learner.py``) override only the ``Learner``'s public methods.
+``OverlappingPPO`` (``overlap.py``) likewise builds its training step from public calls only, the learners
+(``ppo_learner.py``, ``self_imitation/learner.py``) override only the ``Learner``'s public methods, and the learner
+connector (``ppo_batch.py``) is a ``ConnectorV2`` of RLlib's public API.
 """
 
 from __future__ import annotations
@@ -22,6 +23,9 @@ from ray.rllib.algorithms.ppo import PPO
 from ray.rllib.algorithms.ppo import ppo as rllib_ppo
 from ray.rllib.algorithms.ppo.torch import ppo_torch_learner as rllib_ppo_torch_learner
 from ray.rllib.algorithms.ppo.torch.ppo_torch_learner import PPOTorchLearner
+from ray.rllib.connectors import connector_v2 as rllib_connector_v2
+from ray.rllib.connectors.connector_v2 import ConnectorV2
+from ray.rllib.core.columns import Columns
 from ray.rllib.core.learner import learner as rllib_learner
 from ray.rllib.core.learner.torch import torch_learner as rllib_torch_learner
 from ray.rllib.env import env_runner as rllib_env_runner
@@ -31,6 +35,7 @@ from ray.rllib.env.single_agent_episode import SingleAgentEpisode
 
 from zelda_trainer import env_runner as our_env_runner
 from zelda_trainer import overlap as our_overlap
+from zelda_trainer import ppo_batch as our_ppo_batch
 from zelda_trainer import ppo_learner as our_ppo_learner
 from zelda_trainer.algorithm import build_config
 from zelda_trainer.env_runner import ZeldaEnvRunner
@@ -65,7 +70,8 @@ def _self_attributes(source_file: str) -> set[str]:
     (our_overlap, (rllib_algorithm, rllib_ppo), PPO),
     (our_ppo_learner, (rllib_learner, rllib_torch_learner, rllib_ppo_torch_learner), PPOTorchLearner),
     (our_self_imitation_learner, (rllib_learner, rllib_torch_learner, rllib_ppo_torch_learner), PPOTorchLearner),
-], ids=["env_runner", "overlap", "ppo_learner", "self_imitation_learner"])
+    (our_ppo_batch, (rllib_connector_v2,), ConnectorV2),
+], ids=["env_runner", "overlap", "ppo_learner", "self_imitation_learner", "ppo_batch"])
 def test_our_subclasses_touch_no_private_member_of_rllib(ours: ModuleType, rllib_modules: tuple[ModuleType, ...],
                                                         rllib_class: type) -> None:
     rllib_private = set()
@@ -115,7 +121,8 @@ def test_the_lean_loop_hands_the_learner_and_metrics_what_rllibs_loop_does(runne
     def columns(episodes: list[SingleAgentEpisode]) -> set[str]:
         return {key for episode in episodes for key in episode.extra_model_outputs}
 
-    assert columns(lean) == columns(rllib)
+    # The lean loop also keeps the values it computed with the logits, for the trainer's learner connector.
+    assert columns(lean) == columns(rllib) | {Columns.VF_PREDS}
     assert {type(episode) for episode in lean} == {type(episode) for episode in rllib}
     for episodes in (lean, rllib):
         assert any(episode.is_done for episode in episodes) and any(not episode.is_done for episode in episodes)

@@ -8,10 +8,11 @@ observation and 8 discrete actions that machinery costs about 280 µs per env st
 
 This runner overrides only RLlib's public ``EnvRunner`` interface (``sample``, ``set_state``, ``make_env``) and
 owns its rollout, for the case the trainer uses: sampling a number of timesteps with exploration. That loop
-computes the module's policy logits for the batch of observations (``action_logits``, in NumPy), draws the actions
-from them (Gumbel-max: the same distribution as RLlib's ``TorchCategorical``) and builds public
-``SingleAgentEpisode`` chunks with the columns PPO's learner reads (actions, their logits and log-probabilities,
-the weights' sequence number), cut and continued across samples the way RLlib's own loop does. It logs the
+computes the module's policy logits and state values for the batch of observations (``policy_and_values``, in
+NumPy), draws the actions from the logits (Gumbel-max: the same distribution as RLlib's ``TorchCategorical``) and
+builds public ``SingleAgentEpisode`` chunks with the columns PPO's learner reads (actions, their logits and
+log-probabilities, the values, the weights' sequence number; each chunk's bootstrap value in its ``custom_data``,
+see ``ppo_batch.py``), cut and continued across samples the way RLlib's own loop does. It logs the
 sampled-steps and episode metrics under RLlib's public metric names and calls the config's episode callbacks
 (``on_episode_step`` only where one is configured: a call per env step costs several percent of the loop). No
 private member of an RLlib class is read, written or overridden, so an RLlib upgrade cannot change this loop's
@@ -70,6 +71,7 @@ from ray.rllib.utils.metrics import (
 
 from zelda_rlaif.errors import ZeldaRlaifError
 from zelda_trainer.env_config import EnvSync
+from zelda_trainer.ppo_batch import set_bootstrap_value
 from zelda_trainer.rl_module import ZeldaMLPModule
 
 log = logging.getLogger(__name__)
@@ -199,7 +201,7 @@ class ZeldaEnvRunner(SingleAgentEnvRunner):
         done_episodes: list[SingleAgentEpisode] = []
         steps = 0
         while steps < num_timesteps:
-            logits = module.action_logits(rollout.observations)
+            logits, values = module.policy_and_values(rollout.observations)
             actions, logp = sample_categorical(logits, self._action_rng)
             results = self._step_envs(actions)
             if results is None:
@@ -219,10 +221,13 @@ class ZeldaEnvRunner(SingleAgentEnvRunner):
                     observation=observations[index], action=actions[index], reward=rewards[index],
                     infos=infos[index], terminated=terminateds[index], truncated=truncateds[index],
                     extra_model_outputs={Columns.ACTION_DIST_INPUTS: logits[index], Columns.ACTION_LOGP: logp[index],
-                                         WEIGHTS_SEQ_NO: self._weights_seq_no_seen})
+                                         Columns.VF_PREDS: values[index], WEIGHTS_SEQ_NO: self._weights_seq_no_seen})
                 if self._per_step_callbacks:
                     self._episode_callback("on_episode_step", rollout, index)
                 if episode.is_done:
+                    # A time limit's last observation has a value to bootstrap from; a terminal one has none.
+                    set_bootstrap_value(episode, 0.0 if terminateds[index] else
+                                        module.policy_and_values(observations[index:index + 1])[1][0])
                     self._episode_callback("on_episode_end", rollout, index)
                     self._log_episode(rollout.tallies.pop(episode.id_), episode)
                     done_episodes.append(episode.to_numpy() if self.episodes_to_numpy else episode)
@@ -277,9 +282,12 @@ class ZeldaEnvRunner(SingleAgentEnvRunner):
         ongoing: list[SingleAgentEpisode] = []
         continuations = [episode.cut(len_lookback_buffer=self.config.episode_lookback_horizon)
                          for episode in rollout.episodes]
-        for episode in rollout.episodes:
+        assert isinstance(self.module, ZeldaMLPModule)
+        _, next_values = self.module.policy_and_values(rollout.observations)  # each chunk's bootstrap value
+        for episode, next_value in zip(rollout.episodes, next_values, strict=True):
             if episode.t == 0:  # just reset: no data yet
                 continue
+            set_bootstrap_value(episode, next_value)
             episode.validate()
             tally = rollout.tallies[episode.id_]
             tally.length += len(episode)

@@ -1,5 +1,5 @@
 """``LeanPPOLearner``: RLlib's PPO torch learner with three per-minibatch costs made smaller, and as many minibatches
-as ``num_epochs`` x batch / ``minibatch_size`` say.
+as ``num_epochs`` x env steps / ``minibatch_size`` say.
 
 For the trainer's small MLP on a CPU, three pieces of RLlib's PPO learner cost more than their arithmetic needs
 (measured: docs/performance.md, "Against the peers"):
@@ -18,12 +18,13 @@ For the trainer's small MLP on a CPU, three pieces of RLlib's PPO learner cost m
   and the same metrics; ``tests/trainer/test_ppo_learner.py`` checks loss, gradients and metrics against RLlib's.
   In a paired A/B of whole learner updates (2,416 steps, 4 epochs) it made them 7.6% shorter.
 
-And one learner did a minibatch too many. PPO's learner connector appends one masked bootstrap row to every
-episode chunk (2,064 rows for a 2,048-step batch from 16 emulators), and a single learner iterates until every row
-was covered ``num_epochs`` times: 17 minibatches of 512 where 4 epochs of 2,048 steps make 16, as SB3, CleanRL
-and PufferLib count them, and as RLlib itself counts them when it splits a batch between several learners
-(``num_total_minibatches``: epochs x env steps / minibatch size). ``update`` passes that count for a single
-learner too: 6% less learner work per iteration, the same number of gradient steps per env step as the peers.
+And a single learner runs as many minibatches as the peers. RLlib's single learner iterates until every row of the
+batch was covered ``num_epochs`` times, so a batch one row over 2,048 steps (a sample ends with a whole vector step)
+gets 17 minibatches of 512 where 4 epochs of 2,048 steps make 16, as SB3, CleanRL and PufferLib count them, and as
+RLlib itself counts them when it splits a batch between several learners (``num_total_minibatches``: epochs x env
+steps / minibatch size). ``update`` passes that count for a single learner too. (With RLlib's default learner
+pipeline, whose bootstrap row per episode chunk made every batch 2,064 rows, that was 6% of each update; the
+trainer's own connector, ``ppo_batch.py``, adds no rows.)
 
 All are RLlib's public ``Learner`` extension points (``configure_optimizers_for_module``, ``apply_gradients``,
 ``compute_loss_for_module``, ``update`` and its ``num_total_minibatches``).
@@ -131,8 +132,9 @@ def minibatch_count(episodes: Sequence[Any], num_epochs: int, minibatch_size: in
 
 
 def _masked_mean(mask: torch.Tensor | None) -> Any:
-    """The mean over the rows the loss mask keeps (PPO's learner connector masks the bootstrap step it appends to
-    each episode); ``torch.where`` keeps a masked row's value out of the sum, non-finite ones too, as indexing does."""
+    """The mean over the rows the loss mask keeps, where a batch has one (RLlib's default PPO pipeline masks the
+    bootstrap step it appends to each episode; the trainer's ``ppo_batch.py`` adds none); ``torch.where`` keeps a
+    masked row's value out of the sum, non-finite ones too, as indexing does."""
     if mask is None:
         return torch.mean
     count = mask.sum()

@@ -33,7 +33,7 @@ class ZeldaMLPModule(TorchRLModule, ValueFunctionAPI):
         # Small initial logits: the first policy is close to uniform, so early exploration is not biased.
         nn.init.orthogonal_(self._policy_head.weight, gain=0.01)
         nn.init.zeros_(self._policy_head.bias)
-        self._sampling_weights: list[tuple[np.ndarray, np.ndarray]] | None = None  # see action_logits
+        self._sampling_weights: list[tuple[np.ndarray, np.ndarray]] | None = None  # see policy_and_values
 
     @override(TorchRLModule)
     def _forward(self, batch: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
@@ -54,22 +54,31 @@ class ZeldaMLPModule(TorchRLModule, ValueFunctionAPI):
     @override(TorchRLModule)
     def set_state(self, state: dict[str, Any]) -> None:
         super().set_state(state)
-        self._sampling_weights = None  # new weights: action_logits copies them again
+        self._sampling_weights = None  # new weights: policy_and_values copies them again
 
     def action_logits(self, observations: np.ndarray) -> np.ndarray:
-        """Policy logits for a batch of observations, outside autograd: the env runners' per-step call
-        (``ZeldaEnvRunner``), which samples the actions from them in NumPy.
+        """Policy logits for a batch of observations, outside autograd (see ``policy_and_values``)."""
+        return self.policy_and_values(observations)[0]
 
-        Computed in NumPy on copies of the trunk's and policy head's weights: for the few observations of one
-        vector step, torch's per-call overhead costs more than the arithmetic (about 25 against 60 µs for 8
-        observations, docs/performance.md). An inference-only module (an env runner's) gets new weights only
-        through ``set_state``, so it keeps the copies until then; any other module copies them on every call."""
+    def policy_and_values(self, observations: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Policy logits and state values for a batch of observations, outside autograd: the env runners' per-step
+        call (``ZeldaEnvRunner``), which samples the actions from the logits in NumPy and keeps the values for
+        PPO's advantages (``ppo_batch.py``), as SB3, CleanRL and PufferLib keep theirs.
+
+        Computed in NumPy on copies of the weights: for the few observations of one vector step, torch's per-call
+        overhead costs more than the arithmetic (about 25 against 60 µs for 8 observations, docs/performance.md).
+        The two heads are one matrix product (the value head is the last column). An inference-only module (an env
+        runner's) gets new weights only through ``set_state``, so it keeps the copies until then; any other module
+        copies them on every call."""
         weights = self._sampling_weights if self.inference_only else None
         if weights is None:
-            linear = [layer for layer in self._trunk if isinstance(layer, nn.Linear)] + [self._policy_head]
+            trunk = [layer for layer in self._trunk if isinstance(layer, nn.Linear)]
             # Transposed and contiguous: NumPy's matmul of a few rows by a transposed view is twice as slow.
             weights = [(layer.weight.detach().numpy().T.copy(), layer.bias.detach().numpy().copy())
-                       for layer in linear]
+                       for layer in trunk]
+            heads = (self._policy_head, self._value_head)
+            weights.append((np.concatenate([head.weight.detach().numpy() for head in heads]).T.copy(),
+                            np.concatenate([head.bias.detach().numpy() for head in heads])))
             self._sampling_weights = weights
         features = np.asarray(observations, dtype=np.float32)
         for weight, bias in weights[:-1]:  # the trunk: Linear, Tanh pairs (see setup)
@@ -77,4 +86,5 @@ class ZeldaMLPModule(TorchRLModule, ValueFunctionAPI):
             features += bias
             np.tanh(features, out=features)
         weight, bias = weights[-1]
-        return features @ weight + bias
+        outputs = features @ weight + bias
+        return outputs[:, :-1], outputs[:, -1]
