@@ -109,6 +109,20 @@ def test_a_cut_episode_continues_under_the_same_id_from_its_last_observation() -
     assert len(episode.to_numpy()) == 3 and episode.get_return() == 3.0
 
 
+def test_a_chunks_custom_data_travels_with_it_to_the_learner() -> None:
+    """The env runners leave each chunk's bootstrap value in its ``custom_data`` (ppo_batch.py): it must survive
+    ``to_numpy`` and the pickling that ships episodes from a runner to the learner."""
+    import pickle
+
+    import numpy as np
+
+    episode = SingleAgentEpisode(observations=[np.zeros(2, np.float32)] * 3, actions=[0, 1], rewards=[0.0, 1.0],
+                                 len_lookback_buffer=0)
+    episode.custom_data["bootstrap"] = 0.5
+    shipped = pickle.loads(pickle.dumps(episode.to_numpy()))
+    assert shipped.custom_data == {"bootstrap": 0.5} and len(shipped) == 2
+
+
 def test_the_lean_loop_hands_the_learner_and_metrics_what_rllibs_loop_does(runner: ZeldaEnvRunner) -> None:
     steps = ENVS * (EPISODE_STEPS * 2 + 10)  # every env finishes two episodes and starts a third
     runner.get_metrics()  # start both measurements from empty metrics
