@@ -11,10 +11,9 @@ import torch
 from ray.rllib.core import COMPONENT_RL_MODULE
 from ray.rllib.core.columns import Columns
 
-from zelda_trainer.algorithm import build_config
+from tests.trainer.local_runner import local_env_runner
 from zelda_trainer.env_config import EnvSync
 from zelda_trainer.env_runner import RunnerNotRestored, ZeldaEnvRunner, sample_categorical
-from zelda_trainer.settings import TrainerSettings
 
 ENVS = 3
 EPISODE_STEPS = 40
@@ -22,11 +21,8 @@ EPISODE_STEPS = 40
 
 @pytest.fixture(scope="module")
 def runner() -> Iterator[ZeldaEnvRunner]:
-    settings = TrainerSettings(run_id="runner-test", num_env_runners=0, envs_per_runner=ENVS, export_fraction=0.0,
-                               live_frames=False, episode_steps=EPISODE_STEPS, rewards={"rnd": 0.0})
-    runner = ZeldaEnvRunner(config=build_config(settings, "testworld", 0), worker_index=0)
-    yield runner
-    runner.stop()
+    with local_env_runner("runner-test", ENVS, EPISODE_STEPS) as runner:
+        yield runner
 
 
 def test_sampled_actions_follow_the_softmax_with_their_log_probabilities() -> None:

@@ -19,11 +19,10 @@ from ray.rllib.env.single_agent_episode import SingleAgentEpisode
 from ray.rllib.evaluation.postprocessing import Postprocessing
 from ray.rllib.utils.metrics.metrics_logger import MetricsLogger
 
-from zelda_trainer.algorithm import build_config
+from tests.trainer.local_runner import local_env_runner
 from zelda_trainer.env_runner import ZeldaEnvRunner
 from zelda_trainer.ppo_batch import BOOTSTRAP_VALUE, PPOTrainBatch, gae_advantages
 from zelda_trainer.rl_module import ZeldaMLPModule
-from zelda_trainer.settings import TrainerSettings
 
 ENVS = 2
 EPISODE_STEPS = 30
@@ -32,11 +31,8 @@ GAMMA, LAMBDA = 0.99, 0.95
 
 @pytest.fixture(scope="module")
 def runner() -> Iterator[ZeldaEnvRunner]:
-    settings = TrainerSettings(run_id="ppo-batch-test", num_env_runners=0, envs_per_runner=ENVS, export_fraction=0.0,
-                               live_frames=False, episode_steps=EPISODE_STEPS, rewards={"rnd": 0.0})
-    runner = ZeldaEnvRunner(config=build_config(settings, "testworld", 0), worker_index=0)
-    yield runner
-    runner.stop()
+    with local_env_runner("ppo-batch-test", ENVS, EPISODE_STEPS) as runner:
+        yield runner
 
 
 @pytest.fixture(scope="module")

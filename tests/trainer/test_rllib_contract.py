@@ -33,14 +33,13 @@ from ray.rllib.env import single_agent_env_runner as rllib_single_agent_env_runn
 from ray.rllib.env.single_agent_env_runner import SingleAgentEnvRunner
 from ray.rllib.env.single_agent_episode import SingleAgentEpisode
 
+from tests.trainer.local_runner import local_env_runner
 from zelda_trainer import env_runner as our_env_runner
 from zelda_trainer import overlap as our_overlap
 from zelda_trainer import ppo_batch as our_ppo_batch
 from zelda_trainer import ppo_learner as our_ppo_learner
-from zelda_trainer.algorithm import build_config
 from zelda_trainer.env_runner import ZeldaEnvRunner
 from zelda_trainer.self_imitation import learner as our_self_imitation_learner
-from zelda_trainer.settings import TrainerSettings
 
 ENVS = 2
 EPISODE_STEPS = 30
@@ -48,12 +47,8 @@ EPISODE_STEPS = 30
 
 @pytest.fixture(scope="module")
 def runner() -> Iterator[ZeldaEnvRunner]:
-    settings = TrainerSettings(run_id="contract-test", num_env_runners=0, envs_per_runner=ENVS,
-                               export_fraction=0.0, live_frames=False, episode_steps=EPISODE_STEPS,
-                               rewards={"rnd": 0.0})
-    runner = ZeldaEnvRunner(config=build_config(settings, "testworld", 0), worker_index=0)
-    yield runner
-    runner.stop()
+    with local_env_runner("contract-test", ENVS, EPISODE_STEPS) as runner:
+        yield runner
 
 
 def _self_attributes(source_file: str) -> set[str]:
