@@ -49,8 +49,11 @@ def test_episodes_carry_what_ppo_needs_and_continue_across_samples(runner: Zelda
         recomputed = torch.log_softmax(torch.from_numpy(logits), -1).numpy()[np.arange(len(actions)), actions]
         np.testing.assert_allclose(logp, recomputed, rtol=1e-4, atol=1e-5)
         with torch.inference_mode():
-            module_logits = module.action_logits(episode.get_observations()[:-1])  # type: ignore[union-attr]
+            module_logits, module_values = module.policy_and_values(  # type: ignore[union-attr]
+                episode.get_observations()[:-1])
         np.testing.assert_allclose(logits, module_logits, rtol=1e-4, atol=1e-5)
+        np.testing.assert_allclose(episode.get_extra_model_outputs(Columns.VF_PREDS), module_values, rtol=1e-4,
+                                   atol=1e-5)
     ongoing = {episode.id_: episode for episode in first if not episode.is_done}
     assert ongoing, "an episode of 40 steps cannot have finished within 20 steps per env"
     second = runner.sample(num_timesteps=60)

@@ -61,20 +61,24 @@ def test_the_optimizer_is_torchs_fused_adam(algorithm: Any) -> None:
     assert result.get()["fused"] is True
 
 
-def test_the_sampling_logits_are_the_modules_and_follow_new_weights() -> None:
+def test_the_sampling_logits_and_values_are_the_modules_and_follow_new_weights() -> None:
     """The env runners' NumPy forward pass against the module's own torch one, before and after new weights."""
     module = ZeldaMLPModule(observation_space=gym.spaces.Box(0.0, 1.0, (OBSERVATION_SIZE,), np.float32),
                             action_space=gym.spaces.Discrete(8), inference_only=True, model_config={"hidden": 64})
     observations = np.random.default_rng(0).random((8, OBSERVATION_SIZE), dtype=np.float32)
 
-    def torch_logits() -> np.ndarray:
+    def check() -> None:
         with torch.inference_mode():
-            return module.forward_inference({Columns.OBS: torch.from_numpy(observations)})[
-                Columns.ACTION_DIST_INPUTS].numpy()
+            batch = {Columns.OBS: torch.from_numpy(observations)}
+            torch_logits = module.forward_inference(batch)[Columns.ACTION_DIST_INPUTS].numpy()
+            torch_values = module.compute_values(batch).numpy()
+        logits, values = module.policy_and_values(observations)
+        np.testing.assert_allclose(logits, torch_logits, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(values, torch_values, rtol=1e-5, atol=1e-6)
 
-    np.testing.assert_allclose(module.action_logits(observations), torch_logits(), rtol=1e-5, atol=1e-6)
+    check()
     module.set_state({name: value + 0.1 for name, value in module.get_state().items()})  # as a weight sync does
-    np.testing.assert_allclose(module.action_logits(observations), torch_logits(), rtol=1e-5, atol=1e-6)
+    check()
 
 
 def test_the_lean_ppo_loss_is_rllibs(algorithm: Any) -> None:

@@ -128,7 +128,7 @@ def test_the_learner_imitates_the_kept_actions_where_they_returned_more_than_exp
 
     def probability_of_kept_action() -> float:
         module = algorithm.get_module()
-        logits = module.action_logits(observation[:1])
+        logits, _ = module.policy_and_values(observation[:1])
         return float(torch.softmax(torch.from_numpy(logits[0]), 0)[5])
 
     before = probability_of_kept_action()

@@ -35,7 +35,7 @@ def test_strided_inputs_and_dtypes_numpy_lacks() -> None:
     torch.testing.assert_close(Tanh()(strided), torch.tanh(strided), rtol=2e-7, atol=2e-7)
     half = torch.randn(16, 8).to(torch.bfloat16)  # NumPy has no bfloat16: torch.tanh
     assert torch.equal(Tanh()(half), torch.tanh(half))
-    with torch.no_grad():  # as GAE's value pass calls it
+    with torch.no_grad():  # as the learner connector's value pass calls it
         assert not Tanh()(torch.randn(4, 4, requires_grad=True)).requires_grad
 
 

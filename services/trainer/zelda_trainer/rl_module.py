@@ -56,10 +56,6 @@ class ZeldaMLPModule(TorchRLModule, ValueFunctionAPI):
         super().set_state(state)
         self._sampling_weights = None  # new weights: policy_and_values copies them again
 
-    def action_logits(self, observations: np.ndarray) -> np.ndarray:
-        """Policy logits for a batch of observations, outside autograd (see ``policy_and_values``)."""
-        return self.policy_and_values(observations)[0]
-
     def policy_and_values(self, observations: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Policy logits and state values for a batch of observations, outside autograd: the env runners' per-step
         call (``ZeldaEnvRunner``), which samples the actions from the logits in NumPy and keeps the values for
