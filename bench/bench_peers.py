@@ -640,6 +640,21 @@ def print_table(contenders: list[Contender], rounds: list[dict[str, dict[str, An
         print("\nzelda-rlaif / fastest peer: n/a (no peer measured)")
 
 
+def host_description() -> str:
+    """The CPU and its widest SIMD level: the two kinds of host this bench has met run the same code at rates 2x apart,
+    and the learner's arithmetic and the emulator's do not slow alike (docs/performance.md, "Two kinds of host")."""
+    model, flags = "unknown CPU", set()
+    with contextlib.suppress(OSError), open("/proc/cpuinfo") as cpuinfo:
+        for line in cpuinfo:
+            key, _, value = line.partition(":")
+            if key.strip() == "model name" and model == "unknown CPU":
+                model = value.strip()
+            elif key.strip() == "flags" and not flags:
+                flags = set(value.split())
+    simd = "AVX-512" if "avx512f" in flags else "AVX2 (no AVX-512)" if "avx2" in flags else "no AVX2"
+    return f"{model}, {CORES} cores, {simd}"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--contenders", default=",".join(CONTENDERS),
@@ -692,6 +707,7 @@ def main() -> None:
 
     with open("/proc/loadavg") as loadavg:
         load = loadavg.read().split()[:3]
+    print(f"host: {host_description()}")
     print(f"{CORES} cores, load average {' '.join(load)} at start; {args.emulators} emulators, PPO batch 2048, "
           f"minibatch 512, 2 x 256 MLP; {args.rounds} round(s) x {args.iterations} timed iteration(s)")
     rounds: list[dict[str, dict[str, Any]]] = []

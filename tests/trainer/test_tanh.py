@@ -1,18 +1,33 @@
-"""The trunk's activation computes what ``nn.Tanh`` computes, gradients included, wherever it runs."""
+"""The trunk's activation computes what ``nn.Tanh`` computes, gradients included, with either CPU kernel."""
 
 from __future__ import annotations
 
 import gymnasium as gym
 import numpy as np
+import pytest
 import torch
 from torch import nn
 
+from zelda_trainer import tanh
 from zelda_trainer.rl_module import ZeldaMLPModule
 from zelda_trainer.tanh import Tanh
 
+# The tolerance each kernel promises against float64's tanh (tanh.py): NumPy's within a unit in the last place,
+# 2 sigmoid(2x) - 1 within float32's resolution around 0.5.
+KERNELS = {"numpy": (tanh._NumpyTanh, 2e-7), "sigmoid": (tanh._SigmoidTanh, 2e-7)}
 
-def test_outputs_and_gradients_are_nn_tanhs() -> None:
+
+@pytest.fixture(params=sorted(KERNELS))
+def kernel(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> float:
+    """Each CPU kernel in turn, whichever this host picks; the kernel's absolute tolerance."""
+    function, tolerance = KERNELS[request.param]
+    monkeypatch.setattr(tanh, "CPU_KERNEL", function)
+    return tolerance
+
+
+def test_outputs_and_gradients_are_nn_tanhs(kernel: float) -> None:
     inputs = torch.randn(64, 32, generator=torch.Generator().manual_seed(0), dtype=torch.float32) * 4
+    inputs[0, :4] = torch.tensor([0.0, 1e-9, -30.0, 30.0])  # zero, below float32's resolution at 0.5, saturated
     grad = torch.randn(64, 32, generator=torch.Generator().manual_seed(1))
     ours, reference = inputs.clone().requires_grad_(), inputs.clone().requires_grad_()
     out = Tanh()(ours)
@@ -20,23 +35,33 @@ def test_outputs_and_gradients_are_nn_tanhs() -> None:
     expected = nn.Tanh()(reference)
     expected.backward(grad)
     assert out.dtype == torch.float32 and out.shape == inputs.shape
-    torch.testing.assert_close(out, expected, rtol=2e-7, atol=2e-7)  # within one unit in the last place
+    torch.testing.assert_close(out, expected, rtol=0, atol=kernel)
+    assert out[0, 0] == 0 and out[0, 2] == -1 and out[0, 3] == 1
     torch.testing.assert_close(ours.grad, reference.grad, rtol=1e-6, atol=1e-6)
 
 
-def test_double_precision_passes_torchs_gradient_check() -> None:
+def test_double_precision_passes_torchs_gradient_check(kernel: float) -> None:
     inputs = torch.randn(6, 5, dtype=torch.float64, generator=torch.Generator().manual_seed(2), requires_grad=True)
     assert torch.autograd.gradcheck(Tanh(), (inputs,))
     assert torch.autograd.gradgradcheck(Tanh(), (inputs,))  # second derivatives, through tanh_backward
 
 
-def test_strided_inputs_and_dtypes_numpy_lacks() -> None:
+def test_strided_inputs_and_dtypes_numpy_lacks(kernel: float) -> None:
     strided = torch.randn(16, 8)[:, ::2]  # NumPy views it as it is
-    torch.testing.assert_close(Tanh()(strided), torch.tanh(strided), rtol=2e-7, atol=2e-7)
+    torch.testing.assert_close(Tanh()(strided), torch.tanh(strided), rtol=0, atol=kernel)
     half = torch.randn(16, 8).to(torch.bfloat16)  # NumPy has no bfloat16: torch.tanh
     assert torch.equal(Tanh()(half), torch.tanh(half))
     with torch.no_grad():  # as the learner connector's value pass calls it
         assert not Tanh()(torch.randn(4, 4, requires_grad=True)).requires_grad
+    inputs = torch.randn(4, 4)
+    before = inputs.clone()
+    Tanh()(inputs)
+    assert torch.equal(inputs, before)  # the sigmoid form works on a copy: the input is left as it was
+
+
+def test_the_host_picks_numpys_kernel_only_for_its_avx512_code() -> None:
+    expected = tanh._NumpyTanh if tanh.numpy_tanh_uses_avx512() else tanh._SigmoidTanh
+    assert tanh.CPU_KERNEL is expected
 
 
 def test_the_modules_state_dict_keeps_its_keys() -> None:
