@@ -643,7 +643,7 @@ def print_table(contenders: list[Contender], rounds: list[dict[str, dict[str, An
 def host_description() -> str:
     """The CPU and its widest SIMD level: the two kinds of host this bench has met run the same code at rates 2x apart,
     and the learner's arithmetic and the emulator's do not slow alike (docs/performance.md, "Two kinds of host")."""
-    model, flags = "unknown CPU", set()
+    model, flags = "unknown CPU", set[str]()
     with contextlib.suppress(OSError), open("/proc/cpuinfo") as cpuinfo:
         for line in cpuinfo:
             key, _, value = line.partition(":")
