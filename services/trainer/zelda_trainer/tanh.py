@@ -35,12 +35,8 @@ def numpy_tanh_uses_avx512() -> bool:
     return "X86_V4" in current or "AVX512" in current
 
 
-class _NumpyTanh(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx: Any, inputs: torch.Tensor) -> torch.Tensor:
-        outputs = torch.from_numpy(np.tanh(inputs.detach().numpy()))
-        ctx.save_for_backward(outputs)
-        return outputs
+class _TanhFromOutput(torch.autograd.Function):
+    """A tanh kernel's backward pass: torch's own ``tanh_backward`` from the output its forward pass saved."""
 
     @staticmethod
     def backward(ctx: Any, grad_output: torch.Tensor) -> torch.Tensor:
@@ -48,7 +44,15 @@ class _NumpyTanh(torch.autograd.Function):
         return torch.ops.aten.tanh_backward(grad_output, outputs)
 
 
-class _SigmoidTanh(torch.autograd.Function):
+class _NumpyTanh(_TanhFromOutput):
+    @staticmethod
+    def forward(ctx: Any, inputs: torch.Tensor) -> torch.Tensor:
+        outputs = torch.from_numpy(np.tanh(inputs.detach().numpy()))
+        ctx.save_for_backward(outputs)
+        return outputs
+
+
+class _SigmoidTanh(_TanhFromOutput):
     """tanh(x) = 2 sigmoid(2x) - 1: torch's ``sigmoid`` is its fastest transcendental kernel on a CPU."""
 
     @staticmethod
@@ -56,11 +60,6 @@ class _SigmoidTanh(torch.autograd.Function):
         outputs = torch.sigmoid(inputs * 2).mul_(2).sub_(1)
         ctx.save_for_backward(outputs)
         return outputs
-
-    @staticmethod
-    def backward(ctx: Any, grad_output: torch.Tensor) -> torch.Tensor:
-        (outputs,) = ctx.saved_tensors
-        return torch.ops.aten.tanh_backward(grad_output, outputs)
 
 
 CPU_KERNEL: type[torch.autograd.Function] = _NumpyTanh if numpy_tanh_uses_avx512() else _SigmoidTanh
