@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import gymnasium as gym
 import numpy as np
 import pytest
@@ -12,20 +14,20 @@ from zelda_trainer import tanh
 from zelda_trainer.rl_module import ZeldaMLPModule
 from zelda_trainer.tanh import Tanh
 
-# The tolerance each kernel promises against float64's tanh (tanh.py): NumPy's within a unit in the last place,
-# 2 sigmoid(2x) - 1 within float32's resolution around 0.5.
-KERNELS = {"numpy": (tanh._NumpyTanh, 2e-7), "sigmoid": (tanh._SigmoidTanh, 2e-7)}
+KERNELS = {"numpy": tanh._NumpyTanh, "sigmoid": tanh._SigmoidTanh}
+# What both kernels promise against torch's tanh (tanh.py): NumPy's within a unit in the last place, 2 sigmoid(2x) - 1
+# within float32's resolution around 0.5.
+ATOL = 2e-7
 
 
 @pytest.fixture(params=sorted(KERNELS))
-def kernel(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> float:
-    """Each CPU kernel in turn, whichever this host picks; the kernel's absolute tolerance."""
-    function, tolerance = KERNELS[request.param]
-    monkeypatch.setattr(tanh, "CPU_KERNEL", function)
-    return tolerance
+def kernel(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The test runs with each CPU kernel in turn, whichever this host picks."""
+    monkeypatch.setattr(tanh, "CPU_KERNEL", KERNELS[request.param])
 
 
-def test_outputs_and_gradients_are_nn_tanhs(kernel: float) -> None:
+@pytest.mark.usefixtures("kernel")
+def test_outputs_and_gradients_are_nn_tanhs() -> None:
     inputs = torch.randn(64, 32, generator=torch.Generator().manual_seed(0), dtype=torch.float32) * 4
     inputs[0, :4] = torch.tensor([0.0, 1e-9, -30.0, 30.0])  # zero, below float32's resolution at 0.5, saturated
     grad = torch.randn(64, 32, generator=torch.Generator().manual_seed(1))
@@ -35,20 +37,22 @@ def test_outputs_and_gradients_are_nn_tanhs(kernel: float) -> None:
     expected = nn.Tanh()(reference)
     expected.backward(grad)
     assert out.dtype == torch.float32 and out.shape == inputs.shape
-    torch.testing.assert_close(out, expected, rtol=0, atol=kernel)
+    torch.testing.assert_close(out, expected, rtol=0, atol=ATOL)
     assert out[0, 0] == 0 and out[0, 2] == -1 and out[0, 3] == 1
     torch.testing.assert_close(ours.grad, reference.grad, rtol=1e-6, atol=1e-6)
 
 
-def test_double_precision_passes_torchs_gradient_check(kernel: float) -> None:
+@pytest.mark.usefixtures("kernel")
+def test_double_precision_passes_torchs_gradient_check() -> None:
     inputs = torch.randn(6, 5, dtype=torch.float64, generator=torch.Generator().manual_seed(2), requires_grad=True)
     assert torch.autograd.gradcheck(Tanh(), (inputs,))
     assert torch.autograd.gradgradcheck(Tanh(), (inputs,))  # second derivatives, through tanh_backward
 
 
-def test_strided_inputs_and_dtypes_numpy_lacks(kernel: float) -> None:
+@pytest.mark.usefixtures("kernel")
+def test_strided_inputs_and_dtypes_numpy_lacks() -> None:
     strided = torch.randn(16, 8)[:, ::2]  # NumPy views it as it is
-    torch.testing.assert_close(Tanh()(strided), torch.tanh(strided), rtol=0, atol=kernel)
+    torch.testing.assert_close(Tanh()(strided), torch.tanh(strided), rtol=0, atol=ATOL)
     half = torch.randn(16, 8).to(torch.bfloat16)  # NumPy has no bfloat16: torch.tanh
     assert torch.equal(Tanh()(half), torch.tanh(half))
     with torch.no_grad():  # as the learner connector's value pass calls it
@@ -59,9 +63,17 @@ def test_strided_inputs_and_dtypes_numpy_lacks(kernel: float) -> None:
     assert torch.equal(inputs, before)  # the sigmoid form works on a copy: the input is left as it was
 
 
-def test_the_host_picks_numpys_kernel_only_for_its_avx512_code() -> None:
-    expected = tanh._NumpyTanh if tanh.numpy_tanh_uses_avx512() else tanh._SigmoidTanh
-    assert tanh.CPU_KERNEL is expected
+@pytest.mark.parametrize(("dispatch", "avx512"), [
+    ({"tanh": {"ff": {"current": "X86_V4", "available": "X86_V4 X86_V3 baseline(X86_V2)"}}}, True),
+    ({"tanh": {"ff": {"current": "AVX512_SKX", "available": "AVX512_SKX AVX2"}}}, True),  # NumPy 2.0-2.2's names
+    ({"tanh": {"ff": {"current": "X86_V3", "available": "X86_V4 X86_V3 baseline(X86_V2)"}}}, False),
+    ({"tanh": {"ff": {"current": "baseline(ASIMD)", "available": "baseline(ASIMD)"}}}, False),
+    ({}, False),  # no dispatch information for tanh
+])
+def test_numpys_kernel_is_picked_only_where_numpy_runs_its_avx512_tanh(
+        dispatch: dict[str, Any], avx512: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(tanh, "opt_func_info", lambda **_: dispatch)
+    assert tanh.numpy_tanh_uses_avx512() is avx512
 
 
 def test_the_modules_state_dict_keeps_its_keys() -> None:
