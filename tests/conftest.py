@@ -9,6 +9,9 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import signal
+import subprocess
+import sys
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
@@ -16,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from tests.support.cache import cache_root
 from tests.support.openai_server import OpenAIServer
 from zelda_rlaif.bus import Bus
 from zelda_rlaif.embedded_nats import EmbeddedNats
@@ -29,6 +33,38 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("RAY_AUTH_MODE", "disabled")
 
 ARTIFACTS = Path(os.environ.get("ZELDA_TEST_ARTIFACTS", Path(__file__).resolve().parent.parent / "test-artifacts"))
+PREBUILD = pytest.StashKey[subprocess.Popen[bytes]]()
+
+
+@pytest.hookimpl(trylast=True)  # after the other hooks have marked and deselected items
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Tests marked ``prebuilt(<name>, ...)`` run last, and what they need is made meanwhile in the background
+    (``tests/support/prebuilt.py``)."""
+    needing = [item for item in items if item.get_closest_marker("prebuilt") is not None]
+    if not needing or config.option.collectonly:
+        return
+    items[:] = [item for item in items if item.get_closest_marker("prebuilt") is None] + needing
+    names = dict.fromkeys(name for item in needing for marker in item.iter_markers("prebuilt") for name in marker.args)
+    log = cache_root() / "prebuilt.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with log.open("ab") as out:
+        config.stash[PREBUILD] = subprocess.Popen(
+            [sys.executable, "-m", "tests.support.prebuilt", *names], cwd=Path(__file__).resolve().parent.parent,
+            stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """A suite that ends before its prebuild does (a failure with -x, Ctrl-C) stops it."""
+    process = config.stash.get(PREBUILD, None)
+    if process is None or process.poll() is not None:
+        return
+    os.killpg(process.pid, signal.SIGTERM)  # its group: the compilers and pip too
+    try:
+        process.wait(30)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+
 
 
 @pytest.fixture(scope="session")

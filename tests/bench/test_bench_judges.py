@@ -30,7 +30,8 @@ def test_configurations_are_rules_or_url_at_model() -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(1800)  # a cold llama-server build (minutes) happens here when tests/llm did not run first
+@pytest.mark.prebuilt("llama-server", "tiny-models")
+@pytest.mark.timeout(1800)  # it waits for a cold llama-server build (minutes) that has not ended yet
 def test_quick_reports_every_kind_and_dimension(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "report.json"
     assert main(["--quick", "--json", str(out)]) == 0

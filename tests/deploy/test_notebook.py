@@ -53,7 +53,8 @@ from zelda_rlaif.settings import StoreSettings
 from zelda_rlaif.storage import keys, open_store
 from zelda_rlaif.storage.base import ObjectStore
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]  # a first run builds the notebook's venv (minutes)
+# A first run builds the notebook's venv (minutes; in the background, tests/support/prebuilt.py).
+pytestmark = [pytest.mark.slow, pytest.mark.prebuilt("notebook-venv"), pytest.mark.timeout(1800)]
 
 NOTEBOOK = ROOT / "notebooks" / "openshift_ai.ipynb"
 RUN_ID = "workbench-test"

@@ -19,14 +19,15 @@ import pytest
 
 from tests.support.llama_server import LlamaServer, llama_server_binary
 from tests.support.segments import SCENARIOS, write_epoch
-from tests.support.tiny_llm import TinyConfig, TinyModel, make
+from tests.support.tiny_llm import UNRULY, TinyModel, make
 from zelda_judge.kinds import KINDS
 from zelda_judge.segment_io import AsyncStore, Segment, SegmentReader
 from zelda_judge.settings import JudgeSettings
 from zelda_rlaif.events import JudgeKind
 from zelda_rlaif.storage.file import FileStore
 
-# The first test pays for the build: a cold llama-server build takes ~6 minutes on 2 idle cores, more on busy ones.
+# A cold llama-server build takes ~6-9 minutes on 2 cores. The suite makes it in the background from its start
+# (tests/support/prebuilt.py) and runs these tests last; one that comes first waits for it.
 SETUP_TIMEOUT_S = 1800
 MODEL_NAMES = ("tiny", "judge-state", "judge-puzzle", "judge-vision")
 
@@ -36,6 +37,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if here in Path(item.path).parents:
             item.add_marker(pytest.mark.timeout(SETUP_TIMEOUT_S))
+            item.add_marker(pytest.mark.prebuilt("llama-server", "tiny-models"))
 
 
 @pytest.fixture(scope="session")
@@ -62,7 +64,7 @@ def real_llm(llama_server_bin: Path, tiny_model: TinyModel, tmp_path_factory: py
 def unruly_llm(llama_server_bin: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaServer]:
     """The same server on a tiny model trained to score out of 10: its votes follow the schema's shape but not its
     range (llama.cpp does not enforce minimum/maximum on numbers), like a model that ignored the rubric."""
-    unruly = make(TinyConfig(scale=10.0))
+    unruly = make(UNRULY)
     log = tmp_path_factory.mktemp("llama-server-unruly") / "llama-server.log"
     with LlamaServer(llama_server_bin, unruly.model, aliases=MODEL_NAMES, log=log) as server:
         yield server

@@ -33,7 +33,7 @@ from typing import IO
 
 import httpx
 
-from tests.support.tiny_llm import cache_root, locked
+from tests.support.cache import cache_root, locked
 from zelda_rlaif.errors import ZeldaRlaifError
 
 # The one pin: the llama-cpp-python release whose vendored llama.cpp is built (its server is what the tests run).

@@ -2,10 +2,10 @@
 
 codeflare-sdk pins a Ray (2.58) other than the project's (2.60), so the notebook cannot run in the suite's venv.
 Building its venv takes minutes (Ray, pyarrow, torch), so it is kept under
-``~/.cache/zelda-rlaif/notebook-venv/<key>``, where the key digests everything that decides its contents: the
-requirements file, the project's core dependencies and the extras that file names (from pyproject.toml), the
-packages that run notebooks and the Python version. A changed pin makes a new venv; old ones can be deleted at
-any time.
+``~/.cache/zelda-rlaif/notebook-venv/<key>`` (``tests/support/cache.py``), where the key digests everything that
+decides its contents: the requirements file, the project's core dependencies and the extras that file names (from
+pyproject.toml), the packages that run notebooks and the Python version. A changed pin makes a new venv; old ones
+can be deleted at any time.
 
 The requirements file is installed as the notebook's first cell installs it, from a ``notebooks/`` folder whose
 parent is a copy of the project's sources, so its ``..[reward-model]`` line installs the project with that extra.
@@ -27,6 +27,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
+from tests.support.cache import cache_root, locked
 from tests.support.project_source import copy_project_source
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -37,9 +38,8 @@ RUNNER_PACKAGES = ("nbclient==0.11.0", "nbformat==5.11.1", "ipykernel==7.4.0")
 SOURCE_ROOTS = ("shared", "services/trainer", "services/judge", "services/reward-model", "services/hud")
 
 
-def cache_root() -> Path:
-    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    return base / "zelda-rlaif" / "notebook-venv"
+def venv_root() -> Path:
+    return cache_root() / "notebook-venv"
 
 
 def project_requirements() -> dict[str, Any]:
@@ -70,11 +70,12 @@ def build_env() -> dict[str, str]:
 
 def notebook_python() -> Path:
     """The cached venv's interpreter, building the venv first when there is none for the current key."""
-    venv = cache_root() / venv_key()
+    venv = venv_root() / venv_key()
     if (venv / ".complete").exists():
         return venv / "bin" / "python"
-    venv.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix=f"{venv.name}.", dir=venv.parent) as work:
+    with locked(venv_root()), tempfile.TemporaryDirectory(prefix=f"{venv.name}.", dir=venv.parent) as work:
+        if (venv / ".complete").exists():  # made while this one waited (the background prebuild, another session)
+            return venv / "bin" / "python"
         staging = Path(work) / "venv"
         source = copy_project_source(Path(work) / "source")
         (source / "notebooks").mkdir()

@@ -32,13 +32,10 @@ from __future__ import annotations
 
 import argparse
 import collections
-import contextlib
-import fcntl
 import hashlib
 import itertools
 import json
 import math
-import os
 import random
 import re
 import time
@@ -48,6 +45,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from tests.support.cache import cache_root, locked
 
 CHAT_TEMPLATE = (
     "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>\n' }}"
@@ -79,6 +78,11 @@ class TinyConfig:
     @property
     def head_dim(self) -> int:
         return self.n_embd // self.n_head
+
+
+# A model that scores out of 10: its votes follow the schema's shape but not its range, like a model that ignored
+# the rubric (tests/llm/conftest.py's unruly_llm).
+UNRULY = TinyConfig(scale=10.0)
 
 
 # Tokenizer
@@ -495,25 +499,6 @@ def write_projector(path: Path, config: ProjectorConfig, text_embd: int, seed: i
 
 
 # Cache
-
-
-def cache_root() -> Path:
-    """``ZELDA_TEST_CACHE``, else ``$XDG_CACHE_HOME/zelda-rlaif``, else ``~/.cache/zelda-rlaif``."""
-    if os.environ.get("ZELDA_TEST_CACHE"):
-        return Path(os.environ["ZELDA_TEST_CACHE"])
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "zelda-rlaif"
-
-
-@contextlib.contextmanager
-def locked(directory: Path) -> Iterator[None]:
-    """One maker at a time per cache entry (two test sessions at once wait for each other, never race)."""
-    directory.mkdir(parents=True, exist_ok=True)
-    with (directory / ".lock").open("w") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 @dataclass(frozen=True)
