@@ -66,7 +66,6 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         process.wait()
 
 
-
 @pytest.fixture(scope="session")
 def artifacts_dir() -> Path:
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
