@@ -73,24 +73,26 @@ def notebook_python() -> Path:
     venv = venv_root() / venv_key()
     if (venv / ".complete").exists():
         return venv / "bin" / "python"
-    with locked(venv_root()), tempfile.TemporaryDirectory(prefix=f"{venv.name}.", dir=venv.parent) as work:
+    with locked(venv_root()):
         if (venv / ".complete").exists():  # made while this one waited (the background prebuild, another session)
             return venv / "bin" / "python"
-        staging = Path(work) / "venv"
-        source = copy_project_source(Path(work) / "source")
-        (source / "notebooks").mkdir()
-        shutil.copy2(REQUIREMENTS, source / "notebooks" / REQUIREMENTS.name)
-        subprocess.run([sys.executable, "-m", "venv", str(staging)], check=True, timeout=120)
-        pip = [str(staging / "bin" / "python"), "-m", "pip"]
-        run([*pip, "install", "--quiet", "-r", REQUIREMENTS.name, *RUNNER_PACKAGES], cwd=source / "notebooks",
-            timeout_s=1800)
-        run([*pip, "uninstall", "--quiet", "--yes", "zelda-rlaif"], cwd=source, timeout_s=120)
-        (staging / ".complete").touch()
-        try:
-            staging.rename(venv)  # a venv's interpreter finds its site-packages wherever the folder is
-        except OSError:
-            if not (venv / ".complete").exists():  # not another test run that finished first
-                raise
+        with tempfile.TemporaryDirectory(prefix=f"{venv.name}.", dir=venv.parent) as work:
+            staging = Path(work) / "venv"
+            source = copy_project_source(Path(work) / "source")
+            (source / "notebooks").mkdir()
+            shutil.copy2(REQUIREMENTS, source / "notebooks" / REQUIREMENTS.name)
+            subprocess.run([sys.executable, "-m", "venv", str(staging)], check=True, timeout=120)
+            pip = [str(staging / "bin" / "python"), "-m", "pip"]
+            run([*pip, "install", "--quiet", "-r", REQUIREMENTS.name, *RUNNER_PACKAGES], cwd=source / "notebooks",
+                timeout_s=1800)
+            run([*pip, "uninstall", "--quiet", "--yes", "zelda-rlaif"], cwd=source, timeout_s=120)
+            (staging / ".complete").touch()
+            try:
+                staging.rename(venv)  # a venv's interpreter finds its site-packages wherever the folder is
+            except OSError:
+                # Made meanwhile by a session of an older checkout, which built without the lock.
+                if not (venv / ".complete").exists():
+                    raise
     return venv / "bin" / "python"
 
 
