@@ -143,3 +143,87 @@ def test_the_learner_builds_its_batch_with_the_trainers_connector_alone(algorith
     [result] = algorithm.learner_group.foreach_learner(
         lambda learner: [type(piece) for piece in learner._learner_connector.connectors])
     assert result.get() == [PPOTrainBatch]
+
+
+def test_the_learners_minibatch_loop_updates_as_rllibs_does(algorithm: Any) -> None:
+    """The learner's own minibatch loop against RLlib's ``Learner.update`` from the same state on the same episodes, in
+    the same (unshuffled) order: 5 minibatches of 48 over 2 passes of 128 steps, two of them running across a pass's
+    end. The same weights, Adam state, KL coefficient and logged metrics; the weights' sequence number moves by one."""
+    import copy
+
+    from ray.rllib.algorithms.ppo.torch.ppo_torch_learner import PPOTorchLearner
+    from ray.rllib.core import COMPONENT_OPTIMIZER, COMPONENT_RL_MODULE
+    from ray.rllib.utils.metrics import WEIGHTS_SEQ_NO
+
+    from zelda_trainer.ppo_learner import minibatch_count
+
+    runner = algorithm.env_runner_group.local_env_runner
+    episodes = runner.sample(num_timesteps=128, explore=True)
+    assert sum(len(episode) for episode in episodes) == 128
+    update: dict[str, Any] = {"num_epochs": 2, "minibatch_size": 48, "shuffle_batch_per_epoch": False, "timesteps": {}}
+    metric_keys = [(DEFAULT_MODULE_ID, key) for key in (
+        "policy_loss", "vf_loss", "entropy", "mean_kl_loss", "curr_kl_coeff", "total_loss",
+        NUM_MODULE_STEPS_TRAINED, "num_module_steps_trained_lifetime")] + [
+        (ALL_MODULES, key) for key in ("num_module_steps_trained_lifetime", "num_env_steps_trained_lifetime",
+                                       "num_env_steps_trained")]
+
+    def both(learner: Any) -> list[tuple[list[torch.Tensor], Any, list[float], int]]:
+        start = copy.deepcopy(learner.get_state(components=[COMPONENT_RL_MODULE, COMPONENT_OPTIMIZER]))
+        del start[WEIGHTS_SEQ_NO]  # a restored state with its old number would not reload the weights
+        kl_coeff = learner.curr_kl_coeffs_per_module[DEFAULT_MODULE_ID].detach().clone()
+        results = []
+        for run in (lambda: PPOTorchLearner.update(learner, episodes=copy.deepcopy(episodes), **update,
+                                                   num_total_minibatches=minibatch_count(episodes, 2, 48)),
+                    lambda: learner.update(episodes=copy.deepcopy(episodes), **update)):
+            learner.set_state(copy.deepcopy(start))  # the optimizer takes over the arrays it is given, and steps them
+            learner.curr_kl_coeffs_per_module[DEFAULT_MODULE_ID].data.copy_(kl_coeff)
+            learner.metrics.reduce()  # start from empty metrics
+            seq_no = learner.get_state(components=[])[WEIGHTS_SEQ_NO]
+            reduced = run()
+            metrics = [float(torch.as_tensor(_peek(reduced, key))) for key in metric_keys]
+            after = copy.deepcopy(learner.get_state(components=[COMPONENT_OPTIMIZER]))
+            results.append(([param.detach().clone() for param in learner.module[DEFAULT_MODULE_ID].parameters()],
+                            after[COMPONENT_OPTIMIZER], metrics,
+                            learner.get_state(components=[])[WEIGHTS_SEQ_NO] - seq_no))
+        return results
+
+    [result] = algorithm.learner_group.foreach_learner(both)
+    (rllib, rllib_optimizer, rllib_metrics, rllib_step), (ours, our_optimizer, our_metrics, our_step) = result.get()
+    for mine, theirs in zip(ours, rllib, strict=True):
+        torch.testing.assert_close(mine, theirs, rtol=1e-5, atol=1e-7)
+    our_moments, rllib_moments = _arrays(our_optimizer), _arrays(rllib_optimizer)
+    assert len(our_moments) == len(rllib_moments) > 0
+    for mine, theirs in zip(our_moments, rllib_moments, strict=True):
+        np.testing.assert_allclose(mine, theirs, rtol=1e-5, atol=1e-7)
+    assert our_metrics == pytest.approx(rllib_metrics, rel=1e-5)
+    assert our_metrics[-3] == 5 * 48  # the module steps trained: every minibatch's rows
+    assert our_metrics[-1] == 5 * 128  # RLlib's env steps trained: the whole batch's env steps, once per minibatch
+    assert our_step == rllib_step == 1
+
+
+def _arrays(state: Any) -> list[np.ndarray]:
+    """Every tensor or array in a nested state, in order (an optimizer's state holds strings and numbers too)."""
+    if isinstance(state, dict):
+        return [array for key in sorted(state, key=str) for array in _arrays(state[key])]
+    if isinstance(state, list | tuple):
+        return [array for item in state for array in _arrays(item)]
+    if isinstance(state, torch.Tensor | np.ndarray):
+        return [np.asarray(state)]
+    return []
+
+
+def _peek(results: Any, key: tuple[str, str]) -> Any:
+    value = results[key[0]][key[1]]
+    return value.peek() if hasattr(value, "peek") else value
+
+
+def test_minibatch_rows_cycle_through_passes_each_shuffled() -> None:
+    from zelda_trainer.ppo_learner import minibatch_rows
+
+    rows = [batch.tolist() for batch in minibatch_rows(5, 2, 4, shuffle=False)]
+    assert rows == [[0, 1], [2, 3], [4, 0], [1, 2]]
+    torch.manual_seed(0)
+    shuffled = torch.cat(list(minibatch_rows(8, 4, 4, shuffle=True)))
+    first_pass, second_pass = shuffled[:8], shuffled[8:]
+    assert sorted(first_pass.tolist()) == sorted(second_pass.tolist()) == list(range(8))
+    assert first_pass.tolist() != list(range(8))  # the first pass is shuffled too

@@ -26,14 +26,28 @@ steps / minibatch size). ``update`` passes that count for a single learner too. 
 pipeline, whose bootstrap row per episode chunk made every batch 2,064 rows, that was 6% of each update; the
 trainer's own connector, ``ppo_batch.py``, adds no rows.)
 
-All are RLlib's public ``Learner`` extension points (``configure_optimizers_for_module``, ``apply_gradients``,
-``compute_loss_for_module``, ``update`` and its ``num_total_minibatches``).
+And the update's minibatch loop is the learner's own, for the trainer's case (episodes in, one module, one learner,
+minibatches): RLlib's iterator shuffles a ``SampleBatch`` copy of every column per epoch and concatenates each
+minibatch out of slices, and every minibatch logs its loss metrics and step counts, though RLlib keeps only the last
+minibatch's loss metrics (a window of 1) and sums the counts. Here the batch is built once by the config's learner
+connector (built through ``AlgorithmConfig.build_learner_connector``), each minibatch gathers its rows by one index
+tensor (every epoch shuffled, the first one too: ``minibatch_rows``), the loss metrics are computed for the last
+minibatch only and the counts are logged once per update, with the same keys, values and reductions as RLlib's. The
+gradient step is RLlib's own public sequence (``forward_train``, ``compute_losses``, ``compute_gradients``,
+``postprocess_gradients``, ``apply_gradients``) between its ``before_gradient_based_update`` and
+``after_gradient_based_update`` hooks (PPO's KL coefficient), and the weights' sequence number, which tells the env
+runners that the weights are new, moves on through ``get_state`` and ``set_state``. Any other input (a ready batch,
+data iterators, several learners, a compiled update) goes to RLlib's ``update``. ``tests/trainer/test_ppo_learner.py``
+checks both give the same weights, optimizer state and metrics.
+
+All are RLlib's public ``Learner`` extension points (``build``, ``configure_optimizers_for_module``,
+``apply_gradients``, ``compute_loss_for_module``, ``update`` and its ``num_total_minibatches``).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any, cast
 
 import torch
@@ -47,9 +61,18 @@ from ray.rllib.core import ALL_MODULES
 from ray.rllib.core.columns import Columns
 from ray.rllib.core.distribution.torch.torch_distribution import TorchCategorical
 from ray.rllib.core.learner.learner import ENTROPY_KEY, POLICY_LOSS_KEY, VF_LOSS_KEY
+from ray.rllib.core.learner.training_data import TrainingData
 from ray.rllib.core.rl_module.apis import ValueFunctionAPI
 from ray.rllib.evaluation.postprocessing import Postprocessing
 from ray.rllib.utils.annotations import override
+from ray.rllib.utils.metrics import (
+    MODULE_TRAIN_BATCH_SIZE_MEAN,
+    NUM_ENV_STEPS_TRAINED,
+    NUM_ENV_STEPS_TRAINED_LIFETIME,
+    NUM_MODULE_STEPS_TRAINED,
+    NUM_MODULE_STEPS_TRAINED_LIFETIME,
+    WEIGHTS_SEQ_NO,
+)
 from ray.rllib.utils.torch_utils import explained_variance
 
 log = logging.getLogger(__name__)
@@ -59,15 +82,79 @@ SKIPPED_METRIC = "nonfinite_updates_skipped"
 
 class LeanPPOLearner(PPOTorchLearner):
     @override(PPOTorchLearner)
+    def build(self) -> None:
+        super().build()
+        # The config's learner connector (ppo_batch.py), which the minibatch loop below runs itself.
+        self.train_batch_pipeline = self.config.build_learner_connector(
+            input_observation_space=None, input_action_space=None, device=self.device)
+        self.loss_metrics_wanted = True  # the minibatch loop asks for them on its last minibatch only
+
+    @override(PPOTorchLearner)
     def update(self, *args: Any, **kwargs: Any) -> Any:
         # RLlib's learner group passes everything by keyword: the episodes inside ``training_data``, or as ``episodes``.
-        if kwargs.get("minibatch_size") and not kwargs.get("num_total_minibatches"):
-            training_data = kwargs.get("training_data")
-            episodes = training_data.episodes if training_data is not None else kwargs.get("episodes")
-            if episodes:
-                kwargs["num_total_minibatches"] = minibatch_count(episodes, kwargs.get("num_epochs", 1),
+        training_data = kwargs.get("training_data")
+        if training_data is None and not args and kwargs.get("episodes") is not None:
+            training_data = TrainingData(episodes=kwargs.pop("episodes"))
+            kwargs["training_data"] = training_data
+        if training_data is not None and kwargs.get("minibatch_size") and not kwargs.get("num_total_minibatches"):
+            training_data.solve_refs()  # episodes sent as object refs (a remote learner) are fetched here
+            if training_data.episodes:
+                kwargs["num_total_minibatches"] = minibatch_count(training_data.episodes, kwargs.get("num_epochs", 1),
                                                                   kwargs["minibatch_size"])
-        return super().update(*args, **kwargs)
+        if args or training_data is None or not self.runs_own_minibatches(training_data, kwargs):
+            return super().update(*args, **kwargs)
+        del kwargs["training_data"]
+        return self.update_in_minibatches(training_data.episodes, **kwargs)
+
+    def runs_own_minibatches(self, training_data: TrainingData, kwargs: dict[str, Any]) -> bool:
+        """Whether the update is the trainer's case, which the learner's own minibatch loop runs."""
+        return (bool(training_data.episodes) and training_data.batch is None
+                and not training_data.batch_refs and not training_data.data_iterators
+                and bool(kwargs.get("minibatch_size")) and bool(kwargs.get("num_total_minibatches"))
+                and len(self.module) == 1 and self.config.num_learners <= 1 and not self.config.torch_compile_learner)
+
+    def update_in_minibatches(self, episodes: list[Any], *, timesteps: dict[str, Any] | None = None,
+                              num_total_minibatches: int, minibatch_size: int, shuffle_batch_per_epoch: bool = False,
+                              num_epochs: int = 1, **kwargs: Any) -> Any:
+        """RLlib's ``Learner.update`` for episodes, minibatch by minibatch (see the module's docstring)."""
+        del num_epochs  # counted in num_total_minibatches
+        self.before_gradient_based_update(timesteps=timesteps or {})
+        self.set_state({WEIGHTS_SEQ_NO: self.get_state(components=[])[WEIGHTS_SEQ_NO] + 1})
+        batch = self.train_batch_pipeline(rl_module=self.module, batch={}, episodes=episodes, shared_data={},
+                                          metrics=self.metrics)
+        [(module_id, columns)] = batch.items()
+        loss_per_module: dict[str, Any] = {}
+        for index, rows in enumerate(minibatch_rows(len(columns[Columns.OBS]), minibatch_size, num_total_minibatches,
+                                                    shuffle_batch_per_epoch)):
+            minibatch = {module_id: {name: column[rows] for name, column in columns.items()}}
+            self.loss_metrics_wanted = index == num_total_minibatches - 1  # RLlib keeps only the last ones
+            try:
+                fwd_out = self.module.forward_train(minibatch)
+                loss_per_module = self.compute_losses(fwd_out=fwd_out, batch=minibatch)
+            finally:
+                self.loss_metrics_wanted = True
+            self.apply_gradients(self.postprocess_gradients(self.compute_gradients(loss_per_module)))
+        self.log_steps_trained(module_id, num_total_minibatches, minibatch_size, len(columns[Columns.OBS]))
+        for mid, loss in loss_per_module.items():
+            self.metrics.log_value(key=(mid, self.TOTAL_LOSS_KEY), value=loss, window=1)
+        self.after_gradient_based_update(timesteps=timesteps or {})
+        return None if kwargs.get("_no_metrics_reduce") else self.metrics.reduce()
+
+    def log_steps_trained(self, module_id: str, minibatches: int, minibatch_size: int, batch_steps: int) -> None:
+        """The counts RLlib's update logs for every minibatch, for all of them at once: the same keys and sums. (RLlib
+        counts a minibatch's env steps as the whole batch's, so its env steps trained are minibatches x batch steps.)"""
+        module_steps, env_steps = minibatches * minibatch_size, minibatches * batch_steps
+        self.metrics.log_value((module_id, WEIGHTS_SEQ_NO), self.get_state(components=[])[WEIGHTS_SEQ_NO], window=1)
+        self.metrics.log_value(key=(module_id, MODULE_TRAIN_BATCH_SIZE_MEAN), value=minibatch_size, reduce="mean")
+        self.metrics.log_value(key=(module_id, NUM_MODULE_STEPS_TRAINED), value=module_steps, reduce="sum")
+        self.metrics.log_value(key=(module_id, NUM_MODULE_STEPS_TRAINED_LIFETIME), value=module_steps,
+                               reduce="lifetime_sum", with_throughput=True)
+        for key, steps in (((ALL_MODULES, NUM_MODULE_STEPS_TRAINED), module_steps),
+                           ((ALL_MODULES, NUM_ENV_STEPS_TRAINED), env_steps)):
+            self.metrics.log_value(key=key, value=steps, reduce="sum", with_throughput=True)
+        for key, steps in (((ALL_MODULES, NUM_MODULE_STEPS_TRAINED_LIFETIME), module_steps),
+                           ((ALL_MODULES, NUM_ENV_STEPS_TRAINED_LIFETIME), env_steps)):
+            self.metrics.log_value(key=key, value=steps, reduce="lifetime_sum", with_throughput=True)
 
     @override(PPOTorchLearner)
     def configure_optimizers_for_module(self, module_id: str, config: Any = None) -> None:
@@ -114,6 +201,8 @@ class LeanPPOLearner(PPOTorchLearner):
             total_loss = total_loss + self.curr_kl_coeffs_per_module[module_id] * mean_kl
         else:
             mean_kl = torch.tensor(0.0, device=total_loss.device)
+        if not self.loss_metrics_wanted:
+            return total_loss
         self.metrics.log_dict({
             POLICY_LOSS_KEY: -mean(surrogate),
             VF_LOSS_KEY: mean(vf_loss_clipped),
@@ -129,6 +218,19 @@ def minibatch_count(episodes: Sequence[Any], num_epochs: int, minibatch_size: in
     """RLlib's count for a batch split between learners, for one: epochs x env steps / minibatch size, rounded down
     (0, which leaves RLlib to its "until every row is covered", where all epochs together hold under one minibatch)."""
     return int(num_epochs * sum(len(episode) for episode in episodes) / minibatch_size)
+
+
+def minibatch_rows(rows: int, minibatch_size: int, minibatches: int, shuffle: bool) -> Iterator[torch.Tensor]:
+    """The row indices of each minibatch: passes over the batch one after the other, a minibatch that runs past a
+    pass's end going on into the next, as RLlib's cyclic iterator takes them. With ``shuffle`` every pass is in a new
+    random order, the first one too, as SB3, CleanRL and PufferLib shuffle every epoch; RLlib's iterator shuffles only
+    as it wraps around, so its first epoch's minibatches are runs of consecutive steps of the same episodes."""
+    order = torch.empty(0, dtype=torch.long)
+    for _ in range(minibatches):
+        while len(order) < minibatch_size:
+            order = torch.cat([order, torch.randperm(rows) if shuffle else torch.arange(rows)])
+        yield order[:minibatch_size]
+        order = order[minibatch_size:]
 
 
 def _masked_mean(mask: torch.Tensor | None) -> Any:

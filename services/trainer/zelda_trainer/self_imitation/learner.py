@@ -67,7 +67,8 @@ class SelfImitationLearner(LeanPPOLearner):
         policy_loss = -(policy.logp(actions) * advantage.detach()).mean()
         value_loss = 0.5 * advantage.pow(2).mean()
         imitation_loss = policy_loss + self.imitation_value_coeff * value_loss
-        self.metrics.log_dict({"self_imitation_loss": imitation_loss,
-                               "self_imitation_positive_fraction": (advantage > 0).float().mean()},
-                              key=module_id, window=1)
+        if self.loss_metrics_wanted:
+            self.metrics.log_dict({"self_imitation_loss": imitation_loss,
+                                   "self_imitation_positive_fraction": (advantage > 0).float().mean()},
+                                  key=module_id, window=1)
         return loss + self.imitation_weight * imitation_loss
