@@ -126,7 +126,9 @@ class LeanPPOLearner(PPOTorchLearner):
         loss_per_module: dict[str, Any] = {}
         for index, rows in enumerate(minibatch_rows(len(columns[Columns.OBS]), minibatch_size, num_total_minibatches,
                                                     shuffle_batch_per_epoch)):
-            minibatch = {module_id: {name: column[rows] for name, column in columns.items()}}
+            rows = rows.to(columns[Columns.OBS].device)  # drawn on the CPU; a GPU learner's batch is on its device
+            # index_select: a third of the cost of indexing by a tensor (column[rows]) for these sizes
+            minibatch = {module_id: {name: column.index_select(0, rows) for name, column in columns.items()}}
             self.loss_metrics_wanted = index == num_total_minibatches - 1  # RLlib keeps only the last ones
             try:
                 fwd_out = self.module.forward_train(minibatch)
