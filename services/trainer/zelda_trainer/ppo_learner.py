@@ -1,5 +1,5 @@
-"""``LeanPPOLearner``: RLlib's PPO torch learner with three per-minibatch costs made smaller, and as many minibatches
-as ``num_epochs`` x env steps / ``minibatch_size`` say.
+"""``LeanPPOLearner``: RLlib's PPO torch learner with three per-minibatch costs made smaller, as many minibatches as
+``num_epochs`` x env steps / ``minibatch_size`` say, and a minibatch loop of its own.
 
 For the trainer's small MLP on a CPU, three pieces of RLlib's PPO learner cost more than their arithmetic needs
 (measured: docs/performance.md, "Against the peers"):
