@@ -119,14 +119,16 @@ class LeanPPOLearner(PPOTorchLearner):
         """RLlib's ``Learner.update`` for episodes, minibatch by minibatch (see the module's docstring)."""
         del num_epochs  # counted in num_total_minibatches
         self.before_gradient_based_update(timesteps=timesteps or {})
-        self.set_state({WEIGHTS_SEQ_NO: self.get_state(components=[])[WEIGHTS_SEQ_NO] + 1})
+        weights_seq_no = self.get_state(components=[])[WEIGHTS_SEQ_NO] + 1
+        self.set_state({WEIGHTS_SEQ_NO: weights_seq_no})
         batch = self.train_batch_pipeline(rl_module=self.module, batch={}, episodes=episodes, shared_data={},
                                           metrics=self.metrics)
         [(module_id, columns)] = batch.items()
+        batch_steps, device = len(columns[Columns.OBS]), columns[Columns.OBS].device
         loss_per_module: dict[str, Any] = {}
-        for index, rows in enumerate(minibatch_rows(len(columns[Columns.OBS]), minibatch_size, num_total_minibatches,
+        for index, rows in enumerate(minibatch_rows(batch_steps, minibatch_size, num_total_minibatches,
                                                     shuffle_batch_per_epoch)):
-            rows = rows.to(columns[Columns.OBS].device)  # drawn on the CPU; a GPU learner's batch is on its device
+            rows = rows.to(device)  # drawn on the CPU; a GPU learner's batch is on its device
             # index_select: a third of the cost of indexing by a tensor (column[rows]) for these sizes
             minibatch = {module_id: {name: column.index_select(0, rows) for name, column in columns.items()}}
             self.loss_metrics_wanted = index == num_total_minibatches - 1  # RLlib keeps only the last ones
@@ -136,17 +138,18 @@ class LeanPPOLearner(PPOTorchLearner):
             finally:
                 self.loss_metrics_wanted = True
             self.apply_gradients(self.postprocess_gradients(self.compute_gradients(loss_per_module)))
-        self.log_steps_trained(module_id, num_total_minibatches, minibatch_size, len(columns[Columns.OBS]))
+        self.log_steps_trained(module_id, weights_seq_no, num_total_minibatches, minibatch_size, batch_steps)
         for mid, loss in loss_per_module.items():
             self.metrics.log_value(key=(mid, self.TOTAL_LOSS_KEY), value=loss, window=1)
         self.after_gradient_based_update(timesteps=timesteps or {})
         return None if kwargs.get("_no_metrics_reduce") else self.metrics.reduce()
 
-    def log_steps_trained(self, module_id: str, minibatches: int, minibatch_size: int, batch_steps: int) -> None:
+    def log_steps_trained(self, module_id: str, weights_seq_no: int, minibatches: int, minibatch_size: int,
+                          batch_steps: int) -> None:
         """The counts RLlib's update logs for every minibatch, for all of them at once: the same keys and sums. (RLlib
         counts a minibatch's env steps as the whole batch's, so its env steps trained are minibatches x batch steps.)"""
         module_steps, env_steps = minibatches * minibatch_size, minibatches * batch_steps
-        self.metrics.log_value((module_id, WEIGHTS_SEQ_NO), self.get_state(components=[])[WEIGHTS_SEQ_NO], window=1)
+        self.metrics.log_value((module_id, WEIGHTS_SEQ_NO), weights_seq_no, window=1)
         self.metrics.log_value(key=(module_id, MODULE_TRAIN_BATCH_SIZE_MEAN), value=minibatch_size, reduce="mean")
         self.metrics.log_value(key=(module_id, NUM_MODULE_STEPS_TRAINED), value=module_steps, reduce="sum")
         self.metrics.log_value(key=(module_id, NUM_MODULE_STEPS_TRAINED_LIFETIME), value=module_steps,
