@@ -63,6 +63,7 @@ class Contender:
     needs: str | None = None  # the module a peer library brings; None: the project's own
     runners: int = 0  # zelda-rlaif only
     overlap: bool = False  # zelda-rlaif only: ZELDA_TRAINER_OVERLAP_SAMPLING
+    equal_shares: bool = False  # zelda-rlaif only: ZELDA_TRAINER_SHARED_SAMPLE_BUDGET off
 
 
 CONTENDERS = {
@@ -77,10 +78,12 @@ CONTENDERS = {
 }
 
 
-def zelda_contender(runners: int, overlap: bool = False) -> Contender:
-    return Contender(f"zelda-rlaif-{runners}r{'-overlap' * overlap}",
+def zelda_contender(runners: int, overlap: bool = False, shared_budget: bool = True) -> Contender:
+    equal_shares = not shared_budget and runners > 1  # one runner has nothing to share
+    return Contender(f"zelda-rlaif-{runners}r{'-overlap' * overlap}{'-equal' * equal_shares}",
                      f"zelda-rlaif trainer, {runners} env runner{'s' * (runners > 1)}"
-                     f"{', sampling while learning' * overlap}", runners=runners, overlap=overlap)
+                     f"{', sampling while learning' * overlap}{', equal shares' * equal_shares}", runners=runners,
+                     overlap=overlap, equal_shares=equal_shares)
 
 
 # ---------------------------------------------------------------------------------------------- the shared pieces
@@ -176,7 +179,8 @@ def run_zelda(args: argparse.Namespace) -> dict[str, Any]:
     cpu = CpuMeter()
     trained, sampled = training_rate(args.runners, args.emulators // args.runners, args.iterations,
                                      {"train_batch_size": 2048, "minibatch_size": 512}, read_object_store,
-                                     overlap=args.overlap == "on", window=(cpu.start, cpu.stop))
+                                     overlap=args.overlap == "on", shared_budget=args.shared_budget == "on",
+                                     window=(cpu.start, cpu.stop))
     return {"steps_per_s": trained, "sampling_alone_steps_per_s": sampled, "cpu": cpu.result,
             "object_store_peak_bytes": store["used"], "object_store_capacity_bytes": store["capacity"]}
 
@@ -502,7 +506,8 @@ def run_child(name: str, contender: Contender, args: argparse.Namespace, workdir
     command = [sys.executable, str(Path(__file__).resolve()), "--child", name, "--out", str(out),
                "--iterations", str(args.iterations), "--raw-seconds", str(args.raw_seconds),
                "--runners", str(contender.runners or 1), "--emulators", str(args.emulators),
-               "--overlap", "on" if contender.overlap else "off"]
+               "--overlap", "on" if contender.overlap else "off",
+               "--shared-budget", "off" if contender.equal_shares else "on"]
     log = workdir / f"{contender.name}.log"
     peaks = MemoryPeaks()
     started = time.perf_counter()
@@ -664,6 +669,10 @@ def main() -> None:
     parser.add_argument("--overlap", default="off,on", help="the zelda-rlaif trainer without (off) and with (on) "
                         "sampling while it learns (ZELDA_TRAINER_OVERLAP_SAMPLING); a list measures each, for each "
                         "--runners; the first is the reference of the ratios")
+    parser.add_argument("--shared-budget", default="on", help="the zelda-rlaif trainer's env runners sharing each "
+                        "batch's steps (on, its default) or playing equal shares (off; "
+                        "ZELDA_TRAINER_SHARED_SAMPLE_BUDGET); a list (on,off) measures each, the first is the "
+                        "reference of the ratios")
     parser.add_argument("--emulators", type=int, default=EMULATORS, help="emulators per contender (the comparison "
                         "is at 16; fewer only make the smoke test quicker)")
     parser.add_argument("--rounds", type=int, default=3, help="rounds, each contender once per round")
@@ -691,17 +700,23 @@ def main() -> None:
     if not overlap_choices or any(choice not in {"off", "on"} for choice in overlap_choices):
         parser.error(f"--overlap takes off, on or both (off,on), not {args.overlap!r}")
     overlaps = [choice == "on" for choice in overlap_choices]
+    budget_choices = [choice.strip() for choice in args.shared_budget.split(",") if choice.strip()]
+    if not budget_choices or any(choice not in {"off", "on"} for choice in budget_choices):
+        parser.error(f"--shared-budget takes on, off or both (on,off), not {args.shared_budget!r}")
+    budgets = list(dict.fromkeys(choice == "on" for choice in budget_choices))
     contenders: list[Contender] = []
     for name in names:
         if name == "zelda-rlaif":
-            contenders += [zelda_contender(count, overlap) for count in runner_counts for overlap in overlaps]
+            variants = {zelda_contender(count, overlap, budget).name: zelda_contender(count, overlap, budget)
+                        for count in runner_counts for overlap in overlaps for budget in budgets}
+            contenders += variants.values()
         elif available(CONTENDERS[name]):
             contenders.append(CONTENDERS[name])
         elif CONTENDERS[name].needs == "pufferlib":
             print(f"skipped {name}: pufferlib is not installed; build it for CPU with `{INSTALL_PEERS}` (~3 min)")
         else:
             print(f"skipped {name}: {CONTENDERS[name].needs} is not installed (pip install -e '.[bench]')")
-    reference = zelda_contender(runner_counts[0], overlaps[0]).name if "zelda-rlaif" in names else ""
+    reference = zelda_contender(runner_counts[0], overlaps[0], budgets[0]).name if "zelda-rlaif" in names else ""
     if "raw" not in names:
         print("note: raw not measured: no ratio to raw PyBoy")
 

@@ -52,7 +52,7 @@ PROBED_ITERATIONS = 2  # untimed iterations after the timed ones, each followed 
 
 
 def training_rate(runners: int, envs_per_runner: int, iterations: int, ppo_overrides: dict[str, int],
-                  on_iteration: Callable[[], None] | None = None, overlap: bool = False,
+                  on_iteration: Callable[[], None] | None = None, overlap: bool = False, shared_budget: bool = True,
                   window: tuple[Callable[[], None], Callable[[], None]] | None = None) -> tuple[float, float]:
     """Env steps/s trained (sampling and learning in turn, or at once with ``overlap``), then sampled alone by the
     same env runners. ``window``: called as the timed iterations start and as they end (bench_peers.py meters the
@@ -64,15 +64,18 @@ def training_rate(runners: int, envs_per_runner: int, iterations: int, ppo_overr
     from zelda_trainer import metrics
     from zelda_trainer.algorithm import build_config, set_learner_threads
     from zelda_trainer.overlap import AHEAD_TAG
+    from zelda_trainer.sample_budget import SharedBudgetPPO
     from zelda_trainer.settings import PPOSettings, TrainerSettings
     from zelda_trainer.training import init_ray
 
     settings = TrainerSettings(run_id="bench", num_env_runners=runners, envs_per_runner=envs_per_runner,
                                export_fraction=0.0, live_frames=False, ray_num_cpus=runners, overlap_sampling=overlap,
+                               shared_sample_budget=shared_budget,
                                ppo=PPOSettings.model_validate(ppo_overrides))
     init_ray(settings)  # as the trainer does: its object store size too
     set_learner_threads(settings)  # as the trainer does
     algo = build_config(settings, "testworld", 0).build_algo()
+    assert isinstance(algo, SharedBudgetPPO)  # the trainer's algorithm, with or without overlap
     runner_group, config = algo.env_runner_group, algo.config
     assert runner_group is not None and config is not None  # a built Algorithm has both
     algo.train()  # warm-up: actor start, first compilation of everything
@@ -94,12 +97,13 @@ def training_rate(runners: int, envs_per_runner: int, iterations: int, ppo_overr
     runner_group.fetch_ready_async_reqs(tags=AHEAD_TAG, timeout_seconds=None)
     # The same env runners sampling the same number of steps with no learner update in between: the rate a
     # learner on its own device (a GPU) could approach, since PPO samples and learns in turn.
-    per_runner = config.train_batch_size_per_learner // runners
+    # Each runner's default sample is its share of a batch; with a shared budget, armed as an iteration arms it.
+    batch = config.train_batch_size_per_learner
     started = time.perf_counter()
     for _ in range(iterations):
-        runner_group.foreach_env_runner(lambda runner: runner.sample(num_timesteps=per_runner),
-                                        local_env_runner=False)
-    sampled = iterations * per_runner * runners / (time.perf_counter() - started)
+        algo.arm_sample_budget(batch)
+        runner_group.foreach_env_runner(lambda runner: runner.sample(), local_env_runner=False)
+    sampled = iterations * batch / (time.perf_counter() - started)
     algo.stop()
     ray.shutdown()
     return steps / elapsed, sampled

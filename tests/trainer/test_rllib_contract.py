@@ -3,7 +3,8 @@ long run.
 
 The runner owns its rollout through RLlib's public interface only (``env_runner.py``); what it must match is what
 RLlib's own loop hands the learner and the metrics, so these tests run both loops on the same runner and compare.
-``OverlappingPPO`` (``overlap.py``) likewise builds its training step from public calls only, the learners
+``OverlappingPPO`` (``overlap.py``) likewise builds its training step from public calls only, as
+``SharedBudgetPPO`` (``sample_budget.py``) extends PPO's through ``training_step`` and ``cleanup``, the learners
 (``ppo_learner.py``, ``self_imitation/learner.py``) override only the ``Learner``'s public methods, and the learner
 connector (``ppo_batch.py``) is a ``ConnectorV2`` of RLlib's public API.
 """
@@ -38,6 +39,7 @@ from zelda_trainer import env_runner as our_env_runner
 from zelda_trainer import overlap as our_overlap
 from zelda_trainer import ppo_batch as our_ppo_batch
 from zelda_trainer import ppo_learner as our_ppo_learner
+from zelda_trainer import sample_budget as our_sample_budget
 from zelda_trainer.env_runner import ZeldaEnvRunner
 from zelda_trainer.self_imitation import learner as our_self_imitation_learner
 
@@ -63,10 +65,11 @@ def _self_attributes(source_file: str) -> set[str]:
 @pytest.mark.parametrize(("ours", "rllib_modules", "rllib_class"), [
     (our_env_runner, (rllib_env_runner, rllib_single_agent_env_runner), SingleAgentEnvRunner),
     (our_overlap, (rllib_algorithm, rllib_ppo), PPO),
+    (our_sample_budget, (rllib_algorithm, rllib_ppo), PPO),
     (our_ppo_learner, (rllib_learner, rllib_torch_learner, rllib_ppo_torch_learner), PPOTorchLearner),
     (our_self_imitation_learner, (rllib_learner, rllib_torch_learner, rllib_ppo_torch_learner), PPOTorchLearner),
     (our_ppo_batch, (rllib_connector_v2,), ConnectorV2),
-], ids=["env_runner", "overlap", "ppo_learner", "self_imitation_learner", "ppo_batch"])
+], ids=["env_runner", "overlap", "sample_budget", "ppo_learner", "self_imitation_learner", "ppo_batch"])
 def test_our_subclasses_touch_no_private_member_of_rllib(ours: ModuleType, rllib_modules: tuple[ModuleType, ...],
                                                         rllib_class: type) -> None:
     rllib_private = set()

@@ -15,8 +15,9 @@ from zelda_trainer.env_runner import ZeldaEnvRunner, resync_restored_runners
 from zelda_trainer.overlap import OverlappingPPO
 from zelda_trainer.ppo_batch import PPOTrainBatch
 from zelda_trainer.rl_module import ZeldaMLPModule
+from zelda_trainer.sample_budget import ENV_CONFIG_KEY, SampleBudget, SharedBudgetPPO
 from zelda_trainer.self_imitation import CONFIG_KEY, SelfImitationLearner
-from zelda_trainer.settings import TrainerSettings
+from zelda_trainer.settings import ShapingMode, TrainerSettings
 from zelda_trainer.vector_env import ENV_NAME, make_training_vector_env
 
 
@@ -44,16 +45,29 @@ def set_learner_threads(settings: TrainerSettings) -> None:
     torch.set_num_threads(settings.learner_threads or free_cores)
 
 
+def shares_sample_budget(settings: TrainerSettings) -> bool:
+    """Whether the env runners share each sample's steps: several of them, all on this machine (a local Ray), and
+    not turned off (by default it is, for sync shaping's runs that a seed reproduces)."""
+    wanted = settings.shared_sample_budget
+    if wanted is None:
+        wanted = settings.shaping_mode is not ShapingMode.SYNC
+    return wanted and settings.num_env_runners >= 2 and not settings.ray_address
+
+
 def build_config(settings: TrainerSettings, profile: str, epoch: int) -> PPOConfig:
     """Raises ``SettingsError`` when the settings make an invalid env config (see ``env_config.py``)."""
     env_config = training_env_config(settings, profile, epoch)  # validated here, in the driver, at start-up
     register_env(ENV_NAME, make_training_vector_env)
     ppo = settings.ppo
     gpus = learner_gpus(settings)
+    env_context: dict[str, str] = env_config.to_env_context()
+    if shares_sample_budget(settings):
+        env_context[ENV_CONFIG_KEY] = SampleBudget.new_name()  # its file: SharedBudgetPPO.setup
     config = (
-        # With overlap_sampling, PPO that samples the next batch while it learns (see overlap.py).
-        PPOConfig(algo_class=OverlappingPPO if settings.overlap_sampling else None)
-        .environment(ENV_NAME, env_config=env_config.to_env_context())
+        # With overlap_sampling, PPO that samples the next batch while it learns (see overlap.py); both arm the
+        # env runners' shared sample budget where they have one (see sample_budget.py).
+        PPOConfig(algo_class=OverlappingPPO if settings.overlap_sampling else SharedBudgetPPO)
+        .environment(ENV_NAME, env_config=env_context)
         .env_runners(
             num_env_runners=settings.num_env_runners,
             num_envs_per_env_runner=settings.envs_per_runner,

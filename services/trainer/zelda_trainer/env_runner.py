@@ -73,6 +73,7 @@ from zelda_rlaif.errors import ZeldaRlaifError
 from zelda_trainer.env_config import EnvSync
 from zelda_trainer.ppo_batch import set_bootstrap_value
 from zelda_trainer.rl_module import ZeldaMLPModule
+from zelda_trainer.sample_budget import SampleBudget, runner_budget
 
 log = logging.getLogger(__name__)
 
@@ -121,6 +122,10 @@ class ZeldaEnvRunner(SingleAgentEnvRunner):
 
     def __init__(self, *, config: Any, **kwargs: Any) -> None:
         super().__init__(config=config, **kwargs)
+        # The batch's steps, shared with the other runners on this machine (sample_budget.py); the driver's own
+        # runner never samples a batch while remote ones exist.
+        self.sample_budget = runner_budget(self.config.env_config) if self.worker_index else None
+        self.budget_round = 0  # the budget's last round this runner sampled in
         seed = getattr(config, "seed", None)
         # Envs are seeded on their first reset and actions drawn from this generator, both per runner like RLlib
         # seeds its own loop (config seed plus worker index); unseeded when the run has no seed.
@@ -172,8 +177,10 @@ class ZeldaEnvRunner(SingleAgentEnvRunner):
                 f"{self._weights_set}, epoch and reward model: {self.env_sync is not None}); RLlib restores it "
                 "before the next iteration, nothing to do")
         explore = self.config.explore if explore is None else explore
+        shared = False  # whether this sample takes its steps from the runners' shared budget
         if num_timesteps is None and num_episodes is None and self.config.batch_mode == "truncate_episodes":
             num_timesteps = self.config.get_rollout_fragment_length(self.worker_index) * self.num_envs
+            shared = self.sample_budget is not None
         if num_timesteps is None or not explore or random_actions or not isinstance(self.module, ZeldaMLPModule):
             # RLlib's loop keeps its own episodes: start it from a fresh reset, and ours after it.
             lean_was_running, self._rollout = self._rollout is not None, None
@@ -183,7 +190,8 @@ class ZeldaEnvRunner(SingleAgentEnvRunner):
         self.metrics.log_value(WEIGHTS_SEQ_NO, self._weights_seq_no_seen, window=1)
         with self.metrics.log_time(SAMPLE_TIMER):
             try:
-                samples = self._sample_timesteps(num_timesteps, force_reset)
+                samples = self._sample_timesteps(num_timesteps, force_reset,
+                                                 self.sample_budget if shared else None)
             except Exception:
                 # The sample fails and RLlib takes this runner out of service until it restores it, in this same
                 # process: its next sample starts from a fresh reset, not from envs left half-stepped.
@@ -192,7 +200,10 @@ class ZeldaEnvRunner(SingleAgentEnvRunner):
             self._callback("on_sample_end", env_runner=self, metrics_logger=self.metrics, samples=samples)
         return samples
 
-    def _sample_timesteps(self, num_timesteps: int, force_reset: bool) -> list[SingleAgentEpisode]:
+    def _sample_timesteps(self, num_timesteps: int, force_reset: bool,
+                          budget: SampleBudget | None = None) -> list[SingleAgentEpisode]:
+        """``num_timesteps`` env steps, or with a ``budget`` as many as this runner claims of it (its own
+        ``num_timesteps`` when its first claim finds the batch full)."""
         module = self.module
         assert isinstance(module, ZeldaMLPModule)
         if force_reset or self._rollout is None:
@@ -200,17 +211,30 @@ class ZeldaEnvRunner(SingleAgentEnvRunner):
         rollout = self._rollout
         done_episodes: list[SingleAgentEpisode] = []
         steps = 0
-        while steps < num_timesteps:
+        claimed = False
+        if budget is not None:
+            round_number, claimed = budget.join(self.num_envs)
+            if not claimed and round_number not in (0, self.budget_round):
+                # Late to a round the other runners filled: nothing to play (see sample_budget.py).
+                self.budget_round = round_number
+                return []
+            if not claimed:  # never armed, or asked again in the same round: this runner's own share
+                budget = None
+            self.budget_round = round_number
+        while claimed if budget is not None else steps < num_timesteps:
             logits, values = module.policy_and_values(rollout.observations)
             actions, logp = sample_categorical(logits, self._action_rng)
             results = self._step_envs(actions)
             if results is None:
                 # RLlib's rule (the failed env was rebuilt): reset every env, drop the half-built episodes, keep the
                 # finished ones and count this sample's steps again from zero.
+                if budget is not None:  # this vector step's claim and the dropped steps go back to the others
+                    claimed = budget.claim(self.num_envs, unused=self.num_envs + steps)
                 rollout, steps = self._reset_all(), 0
                 self._rollout = rollout
                 continue
             observations, rewards, terminateds, truncateds, infos = results
+            steps_before = steps
             for index, episode in enumerate(rollout.episodes):
                 if not episode.is_reset:  # NEXT_STEP autoreset: this step only reset the env
                     episode.add_env_reset(observation=observations[index], infos=infos[index])
@@ -233,6 +257,8 @@ class ZeldaEnvRunner(SingleAgentEnvRunner):
                     done_episodes.append(episode.to_numpy() if self.episodes_to_numpy else episode)
                     rollout.episodes[index] = self._new_episode_for(rollout, index)
             rollout.observations = observations
+            if budget is not None:  # envs that only reset played no step of their claim
+                claimed = budget.claim(self.num_envs, unused=self.num_envs - (steps - steps_before))
         return done_episodes + self._cut_ongoing(rollout, steps, len(done_episodes))
 
     def _step_envs(self, actions: np.ndarray) -> tuple[Any, ...] | None:

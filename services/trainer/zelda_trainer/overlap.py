@@ -23,9 +23,9 @@ RLlib restores the runner as usual before the next iteration.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
-from ray.rllib.algorithms.ppo import PPO
 from ray.rllib.core import ALL_MODULES
 from ray.rllib.env.env_runner_group import EnvRunnerGroup
 from ray.rllib.utils.metrics import (
@@ -39,6 +39,8 @@ from ray.rllib.utils.metrics import (
     TIMERS,
 )
 
+from zelda_trainer.sample_budget import SharedBudgetPPO
+
 AHEAD_TAG = "zelda_sample_ahead"
 MAX_TOP_UPS = 3  # rounds of sampling at once when a batch came back short (failed runners)
 
@@ -48,7 +50,7 @@ def _sample_with_metrics(runner: Any) -> tuple[list[Any], Any]:
     return runner.sample(), runner.get_metrics()
 
 
-class OverlappingPPO(PPO):
+class OverlappingPPO(SharedBudgetPPO):
     # Set by the trainer before each iteration: False for an epoch's last one, so nothing is sampled past it.
     sample_ahead: bool = True
 
@@ -59,8 +61,9 @@ class OverlappingPPO(PPO):
             return
         assert metrics is not None and learners is not None and config is not None  # set up by Algorithm.setup
         with metrics.log_time((TIMERS, ENV_RUNNER_SAMPLING_TIMER)):
-            episodes, runner_metrics = _sampled_ahead(group, config.total_train_batch_size)
+            episodes, runner_metrics = _sampled_ahead(group, config.total_train_batch_size, self.arm_sample_budget)
             if self.sample_ahead:  # with the weights the runners hold now: the update below reaches them after it
+                self.arm_sample_budget(config.total_train_batch_size)
                 group.foreach_env_runner_async(_sample_with_metrics, tag=AHEAD_TAG)
             if not episodes:
                 return
@@ -83,7 +86,8 @@ class OverlappingPPO(PPO):
                                policies=sorted(set(learner_results[0].keys()) - {ALL_MODULES}))
 
 
-def _sampled_ahead(group: EnvRunnerGroup, batch_size: int) -> tuple[list[Any], list[Any]]:
+def _sampled_ahead(group: EnvRunnerGroup, batch_size: int,
+                   arm_sample_budget: Callable[[int], None]) -> tuple[list[Any], list[Any]]:
     """The batch sampled during the last update (waiting for what is still running), topped up at once to a full
     batch when a runner failed or nothing was sampled ahead (the first iteration, a new epoch)."""
     episodes: list[Any] = []
@@ -94,8 +98,10 @@ def _sampled_ahead(group: EnvRunnerGroup, batch_size: int) -> tuple[list[Any], l
         episodes += sampled
         runner_metrics.append(metrics)
     for _ in range(MAX_TOP_UPS):
-        if sum(len(episode) for episode in episodes) >= batch_size:
+        missing = batch_size - sum(len(episode) for episode in episodes)
+        if missing <= 0:
             break
+        arm_sample_budget(missing)
         # Every healthy runner samples once more (the driver's own when none is healthy), as PPO's own sampling
         # does; with nothing at all the iteration is skipped, as PPO skips it.
         more: list[tuple[list[Any], Any]] = group.foreach_env_runner(

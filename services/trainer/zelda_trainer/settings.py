@@ -123,6 +123,11 @@ class TrainerSettings(BaseSettings):
     # gives there (docs/performance.md); it pays with a GPU learner or more cores than env runners.
     overlap_sampling: bool = Field(False, description="sample the next batch while learning on this one, with the "
                                    "weights of one update before (zelda_trainer.overlap); needs env runners")
+    # The faster runner plays more of each batch, so which steps a batch holds follows the host's timing: sync
+    # shaping, which is there to make a run a function of its seed, turns it off unless told otherwise.
+    shared_sample_budget: bool | None = Field(
+        None, description="env runners on this machine share each batch's steps, the faster playing more "
+        "(zelda_trainer.sample_budget); off: equal shares; unset: on, except with shaping_mode sync")
     ray_address: str | None = Field(None, description="existing Ray cluster address; unset starts a local Ray")
     ray_num_cpus: int | None = Field(None, ge=1, description="CPUs for a local Ray (default: all)")
     # Ray's own default is 30% of the memory it sees (1.2 GB of a 4 GB pod, on top of ~2 GB of processes), in
