@@ -30,7 +30,6 @@ import os
 import struct
 import tempfile
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -68,32 +67,35 @@ class SampleBudget:
             log.info("sample budget %s not on this machine (%s): this env runner plays its own share", name, error)
             return None
 
-    @contextlib.contextmanager
-    def _locked(self) -> Iterator[None]:
-        fcntl.flock(self._fd, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(self._fd, fcntl.LOCK_UN)
+    # Each change takes the lock by hand: a context manager costs more than the claim itself, once per vector step.
 
     def arm(self, steps: int) -> None:
         """A new round: ``steps`` to share, none claimed."""
-        with self._locked():
+        fcntl.flock(self._fd, fcntl.LOCK_EX)
+        try:
             round_number = _LAYOUT.unpack_from(self._map, 0)[0]
             _LAYOUT.pack_into(self._map, 0, round_number + 1, steps, 0)
+        finally:
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
 
     def join(self, steps: int) -> tuple[int, bool]:
         """A runner's first claim of a sample: the round it falls in, and whether ``steps`` were granted."""
-        with self._locked():
-            round_number = _LAYOUT.unpack_from(self._map, 0)[0]
-            return round_number, self._claim(steps, 0)
+        fcntl.flock(self._fd, fcntl.LOCK_EX)
+        try:
+            return _LAYOUT.unpack_from(self._map, 0)[0], self._claim(steps, 0)
+        finally:
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
 
     def claim(self, steps: int, unused: int = 0) -> bool:
         """Give back ``unused`` steps of the last claim and claim ``steps`` more; False when the batch is full."""
-        with self._locked():
+        fcntl.flock(self._fd, fcntl.LOCK_EX)
+        try:
             return self._claim(steps, unused)
+        finally:
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
 
     def _claim(self, steps: int, unused: int) -> bool:
+        """Under the lock."""
         round_number, total, claimed = _LAYOUT.unpack_from(self._map, 0)
         claimed -= unused
         granted = claimed < total
@@ -101,8 +103,7 @@ class SampleBudget:
         return granted
 
     def claimed(self) -> int:
-        with self._locked():
-            return int(_LAYOUT.unpack_from(self._map, 0)[2])
+        return int(_LAYOUT.unpack_from(self._map, 0)[2])  # one aligned read of the mapped word: no lock needed
 
     def close(self, *, remove: bool = False) -> None:
         self._map.close()
