@@ -130,6 +130,9 @@ class SharedBudgetPPO(PPO):
     one) and arms it before each iteration's sampling."""
 
     sample_budget: SampleBudget | None = None
+    # False: the budget is left unarmed, so each runner plays its own share as without one (bench_sample_budget.py
+    # alternates the two in one run).
+    share_samples: bool = True
 
     def setup(self, config: Any) -> None:
         name = config.env_config.get(ENV_CONFIG_KEY)
@@ -138,7 +141,7 @@ class SharedBudgetPPO(PPO):
         super().setup(config)
 
     def arm_sample_budget(self, steps: int) -> None:
-        if self.sample_budget is not None:
+        if self.sample_budget is not None and self.share_samples:
             self.sample_budget.arm(steps)
 
     def training_step(self) -> None:
