@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import multiprocessing as mp
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from zelda_trainer import sample_budget
 from zelda_trainer.algorithm import build_config, shares_sample_budget
 from zelda_trainer.sample_budget import ENV_CONFIG_KEY, SampleBudget, SharedBudgetPPO
 from zelda_trainer.settings import ShapingMode, TrainerSettings
@@ -19,6 +21,7 @@ ENVS = 4
 @pytest.fixture
 def budget() -> Iterator[SampleBudget]:
     budget = SampleBudget.create(SampleBudget.new_name())
+    assert budget is not None
     yield budget
     budget.close(remove=True)
 
@@ -36,6 +39,21 @@ def test_claims_are_granted_until_the_batch_is_full(budget: SampleBudget) -> Non
 
 def test_a_budget_not_on_this_machine_is_none() -> None:
     assert SampleBudget.open(SampleBudget.new_name()) is None
+
+
+def test_without_shared_memory_the_budget_lies_in_the_temp_dir(tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    places = [tmp_path / "no-shm", tmp_path]
+    monkeypatch.setattr(sample_budget, "_places", lambda name: [place / name for place in places])
+    name = SampleBudget.new_name()
+    made = SampleBudget.create(name)
+    assert made is not None and made.path == tmp_path / name
+    found = SampleBudget.open(name)
+    assert found is not None and found.path == made.path
+    found.close()
+    made.close(remove=True)
+    places = [tmp_path / "no-shm"]  # nowhere to make it: no budget, and the runners play equal shares
+    assert SampleBudget.create(name) is None
 
 
 def _claim_one_by_one(name: str, out: Any) -> None:

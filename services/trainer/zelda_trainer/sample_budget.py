@@ -55,17 +55,26 @@ class SampleBudget:
         return f"zelda-sample-budget-{uuid.uuid4().hex}"
 
     @classmethod
-    def create(cls, name: str) -> SampleBudget:
-        return cls(_path(name), create=True)
+    def create(cls, name: str) -> SampleBudget | None:
+        """The driver's new budget, or None where neither directory takes its file (the runners then play equal
+        shares)."""
+        errors = []
+        for path in _places(name):
+            try:
+                return cls(path, create=True)
+            except OSError as error:
+                errors.append(f"{path}: {error}")
+        log.warning("no sample budget (%s): the env runners play equal shares", "; ".join(errors))
+        return None
 
     @classmethod
     def open(cls, name: str) -> SampleBudget | None:
         """The driver's budget, or None where its file is not (an env runner on another machine)."""
-        try:
-            return cls(_path(name))
-        except OSError as error:
-            log.info("sample budget %s not on this machine (%s): this env runner plays its own share", name, error)
-            return None
+        for path in _places(name):
+            with contextlib.suppress(OSError):
+                return cls(path)
+        log.info("sample budget %s is not on this machine: this env runner plays its own share", name)
+        return None
 
     # Each change takes the lock by hand: a context manager costs more than the claim itself, once per vector step.
 
@@ -113,10 +122,10 @@ class SampleBudget:
                 self.path.unlink()
 
 
-def _path(name: str) -> Path:
-    """Where a budget's file lies: in shared memory where the machine has it, else in the temp dir."""
-    shm = Path("/dev/shm")
-    return (shm if shm.is_dir() else Path(tempfile.gettempdir())) / name
+def _places(name: str) -> list[Path]:
+    """Where a budget's file may lie, in the order the driver tries to make it: in shared memory, else in the temp
+    dir."""
+    return [Path("/dev/shm") / name, Path(tempfile.gettempdir()) / name]
 
 
 def runner_budget(env_config: Any) -> SampleBudget | None:
