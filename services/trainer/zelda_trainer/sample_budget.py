@@ -6,7 +6,7 @@ speed moves from sample to sample with the host (docs/performance.md, "Runners t
 batch's steps a vector step at a time and stops when the batch is full: the faster runner plays more, and both end
 within a vector step of each other.
 
-The budget is two integers (the batch's steps, the steps claimed) in a small file in shared memory that the driver's
+The budget is three integers (the round, its steps, the steps claimed) in a small file in shared memory that the driver's
 algorithm creates before its env runners start and every runner maps, each change under an exclusive ``flock``; a
 claim costs a few microseconds against a vector step's milliseconds. The config carries only the file's name, so a
 run restored from a checkpoint makes it again. It works only where the runners share the driver's machine, a local
@@ -45,9 +45,13 @@ class SampleBudget:
     def __init__(self, path: Path, *, create: bool = False) -> None:
         self.path = path
         self._fd = os.open(path, os.O_RDWR | (os.O_CREAT if create else 0), 0o600)
-        if create:
-            os.ftruncate(self._fd, _LAYOUT.size)  # zeros: a claim fails until the driver arms a round
-        self._map = mmap.mmap(self._fd, _LAYOUT.size)
+        try:
+            if create:
+                os.ftruncate(self._fd, _LAYOUT.size)  # zeros: a claim fails until the driver arms a round
+            self._map = mmap.mmap(self._fd, _LAYOUT.size)
+        except OSError:
+            os.close(self._fd)
+            raise
 
     @staticmethod
     def new_name() -> str:
