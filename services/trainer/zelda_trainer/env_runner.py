@@ -14,8 +14,9 @@ builds public ``SingleAgentEpisode`` chunks with the columns PPO's learner reads
 log-probabilities, the values, the weights' sequence number; each chunk's bootstrap value in its ``custom_data``,
 see ``ppo_batch.py``), cut and continued across samples the way RLlib's own loop does; with the driver's sample
 budget a runner plays as many of a batch's steps as it claims before the batch is full, the faster runner more
-(``sample_budget.py``). It logs the sampled-steps and episode metrics under RLlib's public metric names and calls the config's episode callbacks
-(``on_episode_step`` only where one is configured: a call per env step costs several percent of the loop). No
+(``sample_budget.py``). It logs the sampled-steps and episode metrics under RLlib's public metric names and calls
+the config's episode callbacks (``on_episode_step`` only where one is configured: a call per env step costs several
+percent of the loop). No
 private member of an RLlib class is read, written or overridden, so an RLlib upgrade cannot change this loop's
 behaviour unseen; ``tests/trainer/test_rllib_contract.py`` pins the RLlib behaviour it relies on. Anything else
 (``num_episodes``, greedy evaluation, random actions, another RLModule) goes to RLlib's own ``sample``, after a
