@@ -10,11 +10,11 @@ The budget is three integers (the round, its steps, the steps claimed) in a smal
 driver's algorithm creates before its env runners start and every runner maps, each change under an exclusive
 ``flock``; a claim costs a few microseconds against a vector step's milliseconds. The config carries only the file's
 name, so a run restored from a checkpoint makes it again. It works only where the runners share the driver's
-machine, a local Ray (``algorithm.py`` names a budget only then). A runner that cannot open the file, or whose first
-claim finds the batch already full plays its own share as before where it had played in that round already (a second
-round of RLlib's sampling, after a runner failed mid-sample and took its steps with it; a sample outside an
-iteration), and nothing where it had not (it started late, and the others filled the batch). A runner that fails
-mid-sample leaves its unclaimed steps to the others.
+machine, a local Ray (``algorithm.py`` names a budget only then). A runner that cannot open the file plays its own
+share, as without a budget; one whose first claim finds the batch already full plays its own share too if it had
+played in that round already (a second round of RLlib's sampling, after a runner failed mid-sample and took its
+steps with it; a sample outside an iteration), and nothing if it had not (it started late, and the others filled the
+batch). A runner that fails mid-sample leaves its unclaimed steps to the others.
 
 The split between runners follows their speed, so a run with a shared budget is not reproducible from its seed:
 ``TrainerSettings.shared_sample_budget`` is off by default with sync shaping, whose runs a seed reproduces.
