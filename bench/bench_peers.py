@@ -10,7 +10,9 @@ reports env steps/s of whole training, sampling and learning, after a warm-up it
 
 - ``raw``: PyBoy ticking with no env and no learning, one process per core (``bench_trainer.raw_limit``): the limit.
 - ``zelda-rlaif``: the trainer (RLlib PPO, its env runner, its Ray start-up; ``bench_trainer.training_rate``),
-  with ``--runners`` env runners sharing the 16 emulators (``--runners 1,2`` measures both side by side).
+  with ``--runners`` env runners sharing the 16 emulators (``--runners 1,2`` measures both side by side), without and
+  with sampling while learning (``--overlap off,on``, the default), its runners sharing each batch's steps (the
+  trainer's default) or playing equal shares (``--shared-budget on,off`` measures both).
 - ``sb3-dummy`` / ``sb3-subproc``: Stable-Baselines3 PPO on DummyVecEnv / SubprocVecEnv.
 - ``cleanrl-sync`` / ``cleanrl-async``: a CleanRL-style single-file PPO (below) on Gymnasium's SyncVectorEnv /
   AsyncVectorEnv (same-step autoreset, as CleanRL expects).
