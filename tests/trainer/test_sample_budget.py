@@ -37,6 +37,13 @@ def test_claims_are_granted_until_the_batch_is_full(budget: SampleBudget) -> Non
     assert budget.claimed() == 13
 
 
+def test_a_budget_made_again_starts_from_nothing(budget: SampleBudget) -> None:
+    budget.arm(20)  # a run killed mid-round leaves its file; resumed from a checkpoint, it makes it again
+    again = SampleBudget.create(budget.path.name)
+    assert again is not None and again.join(8) == (0, False)
+    again.close()
+
+
 def test_a_budget_not_on_this_machine_is_none() -> None:
     assert SampleBudget.open(SampleBudget.new_name()) is None
 

@@ -46,8 +46,9 @@ class SampleBudget:
         self.path = path
         self._fd = os.open(path, os.O_RDWR | (os.O_CREAT if create else 0), 0o600)
         try:
-            if create:
-                os.ftruncate(self._fd, _LAYOUT.size)  # zeros: a claim fails until the driver arms a round
+            if create:  # zeros (a claim fails until the driver arms a round), also over a killed run's old file
+                os.ftruncate(self._fd, 0)
+                os.ftruncate(self._fd, _LAYOUT.size)
             self._map = mmap.mmap(self._fd, _LAYOUT.size)
         except OSError:
             os.close(self._fd)
