@@ -3,10 +3,10 @@ long run.
 
 The runner owns its rollout through RLlib's public interface only (``env_runner.py``); what it must match is what
 RLlib's own loop hands the learner and the metrics, so these tests run both loops on the same runner and compare.
-``OverlappingPPO`` (``overlap.py``) likewise builds its training step from public calls only, as
-``SharedBudgetPPO`` (``sample_budget.py``) extends PPO's through ``training_step`` and ``cleanup``, the learners
-(``ppo_learner.py``, ``self_imitation/learner.py``) override only the ``Learner``'s public methods, and the learner
-connector (``ppo_batch.py``) is a ``ConnectorV2`` of RLlib's public API.
+``OverlappingPPO`` (``overlap.py``) likewise builds its training step from public calls only,
+``SharedBudgetPPO`` (``sample_budget.py``) extends PPO through ``setup``, ``training_step`` and ``cleanup``, the
+learners (``ppo_learner.py``, ``self_imitation/learner.py``) override only the ``Learner``'s public methods, and the
+learner connector (``ppo_batch.py``) is a ``ConnectorV2`` of RLlib's public API.
 """
 
 from __future__ import annotations
