@@ -179,10 +179,10 @@ class ZeldaEnvRunner(SingleAgentEnvRunner):
                 f"{self._weights_set}, epoch and reward model: {self.env_sync is not None}); RLlib restores it "
                 "before the next iteration, nothing to do")
         explore = self.config.explore if explore is None else explore
-        shared = False  # whether this sample takes its steps from the runners' shared budget
+        budget = None  # the runners' shared budget, for a runner's default sample: its share of a batch
         if num_timesteps is None and num_episodes is None and self.config.batch_mode == "truncate_episodes":
             num_timesteps = self.config.get_rollout_fragment_length(self.worker_index) * self.num_envs
-            shared = self.sample_budget is not None
+            budget = self.sample_budget
         if num_timesteps is None or not explore or random_actions or not isinstance(self.module, ZeldaMLPModule):
             # RLlib's loop keeps its own episodes: start it from a fresh reset, and ours after it.
             lean_was_running, self._rollout = self._rollout is not None, None
@@ -192,8 +192,7 @@ class ZeldaEnvRunner(SingleAgentEnvRunner):
         self.metrics.log_value(WEIGHTS_SEQ_NO, self._weights_seq_no_seen, window=1)
         with self.metrics.log_time(SAMPLE_TIMER):
             try:
-                samples = self._sample_timesteps(num_timesteps, force_reset,
-                                                 self.sample_budget if shared else None)
+                samples = self._sample_timesteps(num_timesteps, force_reset, budget)
             except Exception:
                 # The sample fails and RLlib takes this runner out of service until it restores it, in this same
                 # process: its next sample starts from a fresh reset, not from envs left half-stepped.
@@ -204,8 +203,8 @@ class ZeldaEnvRunner(SingleAgentEnvRunner):
 
     def _sample_timesteps(self, num_timesteps: int, force_reset: bool,
                           budget: SampleBudget | None = None) -> list[SingleAgentEpisode]:
-        """``num_timesteps`` env steps, or with a ``budget`` as many as this runner claims of it (its own
-        ``num_timesteps`` when its first claim finds the batch full)."""
+        """``num_timesteps`` env steps, or with a ``budget`` as many as this runner claims of it; when its first claim
+        finds the batch full, none if it is late to a new round, else its own ``num_timesteps``."""
         module = self.module
         assert isinstance(module, ZeldaMLPModule)
         if force_reset or self._rollout is None:

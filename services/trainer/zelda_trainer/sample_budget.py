@@ -135,7 +135,7 @@ def _places(name: str) -> list[Path]:
 
 def runner_budget(env_config: Any) -> SampleBudget | None:
     """The budget an env runner's config names, or None (none configured, or not on this machine)."""
-    name = env_config.get(ENV_CONFIG_KEY) if hasattr(env_config, "get") else None
+    name = env_config.get(ENV_CONFIG_KEY)
     return SampleBudget.open(name) if name else None
 
 
