@@ -26,7 +26,9 @@ gives env steps/s min/median/max, and each contender's ratio to zelda-rlaif and 
 round (median over rounds). Each contender also meters the CPU time (user + system) of its whole process tree over
 its timed iterations, by role (driver, env runners, emulator processes, Ray's own): CPU microseconds per env step,
 and how many cores it kept busy. The parent samples the peak resident memory (RSS) of every process of each
-contender's tree and, for zelda-rlaif, Ray's object store in use (read after the timed iterations).
+contender's tree and, for zelda-rlaif, Ray's object store in use (read after the timed iterations). Last, for each of
+the trainer's settings, issue 22's goals (>= 1.0x PufferLib, >= 1.5x the fastest of SB3 and CleanRL, >= 0.35x raw
+PyBoy: the median of the per-round ratios, met or not), then ``zelda-rlaif / fastest peer``.
 """
 
 from __future__ import annotations
@@ -534,6 +536,9 @@ def run_child(name: str, contender: Contender, args: argparse.Namespace, workdir
 # ------------------------------------------------------------------------------------------------ the parent: table
 
 
+Rounds = list[dict[str, dict[str, Any]]]  # per round: each contender's name to its result
+
+
 def available(contender: Contender) -> bool:
     return contender.needs is None or find_spec(contender.needs) is not None
 
@@ -547,7 +552,7 @@ def group(roles: dict[str, list[int]], role: str) -> str:
     return f"{len(peaks)} x {mib(max(peaks))}" if peaks else "-"
 
 
-def print_cpu_table(contenders: list[Contender], rounds: list[dict[str, dict[str, Any]]]) -> None:
+def print_cpu_table(contenders: list[Contender], rounds: Rounds) -> None:
     """Where each contender's CPU goes per env step over its timed iterations (median over rounds): what a rate on
     these cores costs, and how much of the cores it keeps busy."""
     print(f"\nCPU per env step (us, user + system, timed iterations only; median over rounds); raw PyBoy: its "
@@ -581,13 +586,45 @@ def cpu_cell(per_round: list[tuple[dict[str, Any], float]], role: str | None) ->
     return f"{statistics.median(per_step):,.0f}"
 
 
-def print_table(contenders: list[Contender], rounds: list[dict[str, dict[str, Any]]], reference: str) -> None:
-    def rates(name: str) -> list[float]:
-        return [r[name]["steps_per_s"] for r in rounds if "steps_per_s" in r.get(name, {})]
+# Issue 22's goals for the trainer: the contenders each one compares with (against the fastest of them that was
+# measured), the ratio it asks for, and how the bench names it.
+GOALS = (
+    (("pufferlib-serial", "pufferlib-mp"), 1.0, "PufferLib"),
+    (("sb3-dummy", "sb3-subproc", "cleanrl-sync", "cleanrl-async"), 1.5, "the fastest of SB3 and CleanRL"),
+    (("raw",), 0.35, "raw PyBoy"),
+)
 
-    def ratios(name: str, against: str) -> list[float]:
-        return [r[name]["steps_per_s"] / r[against]["steps_per_s"] for r in rounds
-                if "steps_per_s" in r.get(name, {}) and "steps_per_s" in r.get(against, {})]
+
+def measured_rates(rounds: Rounds, name: str) -> list[float]:
+    return [r[name]["steps_per_s"] for r in rounds if "steps_per_s" in r.get(name, {})]
+
+
+def round_ratios(rounds: Rounds, name: str, against: str) -> list[float]:
+    """``name``'s rate over ``against``'s, round by round (each pair measured in the same round)."""
+    return [r[name]["steps_per_s"] / r[against]["steps_per_s"] for r in rounds
+            if "steps_per_s" in r.get(name, {}) and "steps_per_s" in r.get(against, {})]
+
+
+def goal_lines(contenders: list[Contender], rounds: Rounds) -> list[str]:
+    """For each of the trainer's settings, each goal whose contenders were measured: the median of its per-round
+    ratios to the fastest of them (by median rate), and whether that meets the goal."""
+    lines = []
+    for variant in (c for c in contenders if c.runners and measured_rates(rounds, c.name)):
+        verdicts = []
+        for names, wanted, label in GOALS:
+            measured = [name for name in names if measured_rates(rounds, name)]
+            if not measured:
+                continue
+            fastest = max(measured, key=lambda name: statistics.median(measured_rates(rounds, name)))
+            ratio = statistics.median(round_ratios(rounds, variant.name, fastest))
+            verdicts.append(f">= {wanted:.2f}x {label}: {ratio:.2f} ({'met' if ratio >= wanted else 'not met'})")
+        if verdicts:
+            lines.append(f"goals, {variant.label}: " + "; ".join(verdicts))
+    return lines
+
+
+def print_table(contenders: list[Contender], rounds: Rounds, reference: str) -> None:
+    rates, ratios = partial(measured_rates, rounds), partial(round_ratios, rounds)
 
     print(f"\n{'contender':<50} {'env steps/s: min':>16} {'median':>8} {'max':>8}  {'x zelda-rlaif':>13} "
           f"{'x raw PyBoy':>11}")
@@ -632,6 +669,11 @@ def print_table(contenders: list[Contender], rounds: list[dict[str, dict[str, An
         print(f"{contender.label:<50} {mib(max(roles.get('driver', [0]))):>7} {group(roles, 'env runner'):>14} "
               f"{group(roles, 'emulator process'):>16} {ray_system:>11} "
               f"{mib(max(result['memory']['tree_peak'] for result in results)):>11}  {store}")
+
+    goals = goal_lines(contenders, rounds)
+    if goals:
+        print("\nissue 22's goals (medians of the per-round ratios to the fastest of each goal's contenders)")
+        print("\n".join(goals))
 
     peers = [c for c in contenders if c.name != "raw" and not c.runners and rates(c.name)]
     if peers and rates(reference):
@@ -727,7 +769,7 @@ def main() -> None:
     print(f"host: {host_description()}")
     print(f"{CORES} cores, load average {' '.join(load)} at start; {args.emulators} emulators, PPO batch 2048, "
           f"minibatch 512, 2 x 256 MLP; {args.rounds} round(s) x {args.iterations} timed iteration(s)")
-    rounds: list[dict[str, dict[str, Any]]] = []
+    rounds: Rounds = []
     with tempfile.TemporaryDirectory(prefix="bench-peers-") as tmp:
         for index in range(args.rounds):
             shift = index % len(contenders) if contenders else 0  # every contender skipped: nothing to run
