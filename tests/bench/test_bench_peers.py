@@ -52,7 +52,9 @@ def test_quick_bench_prints_every_contender_its_ratios_and_its_memory() -> None:
     driver, runners, emulators, ray_system, _other, total, busy = cells[len(labels["zelda-rlaif"]):].split()
     assert emulators == "-" and float(busy) > 0, cells  # the emulators run inside the env runners
     parts = [float(value.replace(",", "")) for value in (driver, runners, ray_system)]
-    assert all(part > 0 for part in parts) and sum(parts) <= float(total.replace(",", "")) + 3, cells  # rounding
+    # Ray's own processes may spend under half a microsecond per env step in a window this short: printed as 0.
+    assert parts[0] > 0 and parts[1] > 0 and parts[2] >= 0, cells
+    assert sum(parts) <= float(total.replace(",", "")) + 3, cells  # rounding
 
     # Memory: the trainer's driver, its two env runner actors, Ray's own processes and its object store.
     memory = output[output.index("peak resident memory"):]
