@@ -616,7 +616,10 @@ def goal_lines(contenders: list[Contender], rounds: Rounds) -> list[str]:
             if not measured:
                 continue
             fastest = max(measured, key=lambda name: statistics.median(measured_rates(rounds, name)))
-            ratio = statistics.median(round_ratios(rounds, variant.name, fastest))
+            paired = round_ratios(rounds, variant.name, fastest)
+            if not paired:  # never measured in the same round (one or the other failed in each)
+                continue
+            ratio = statistics.median(paired)
             verdicts.append(f">= {wanted:.2f}x {label}: {ratio:.2f} ({'met' if ratio >= wanted else 'not met'})")
         if verdicts:
             lines.append(f"goals, {variant.label}: " + "; ".join(verdicts))
@@ -676,8 +679,8 @@ def print_table(contenders: list[Contender], rounds: Rounds, reference: str) -> 
         print("\n".join(goals))
 
     peers = [c for c in contenders if c.name != "raw" and not c.runners and rates(c.name)]
-    if peers and rates(reference):
-        fastest = max(peers, key=lambda c: statistics.median(rates(c.name)))
+    fastest = max(peers, key=lambda c: statistics.median(rates(c.name))) if peers else None
+    if fastest is not None and ratios(reference, fastest.name):
         print()
         for variant in contenders:  # the trainer's other settings first; the default's line stays the last
             if variant.runners and variant.name != reference and ratios(variant.name, fastest.name):

@@ -130,3 +130,7 @@ def test_each_goal_is_judged_against_the_fastest_of_its_contenders_round_by_roun
                             ">= 1.50x the fastest of SB3 and CleanRL: 1.54 (met); >= 0.35x raw PyBoy: 0.30 (not met)")
     assert overlap_line.endswith(">= 0.35x raw PyBoy: 0.40 (met)")
     assert goal_lines([CONTENDERS["raw"], default], [{"raw": result(1.0)}]) == []  # the trainer not measured
+    # A goal whose contenders were never measured in a round with the trainer is left out, not a crash.
+    apart = [{default.name: result(3.0), "raw": result(10.0)}, {"sb3-dummy": result(2.0), "raw": result(10.0)}]
+    assert goal_lines([default, CONTENDERS["sb3-dummy"]], apart) == [f"goals, {default.label}: "
+                                                                      ">= 0.35x raw PyBoy: 0.30 (not met)"]
