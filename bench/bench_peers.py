@@ -605,6 +605,12 @@ def round_ratios(rounds: Rounds, name: str, against: str) -> list[float]:
             if "steps_per_s" in r.get(name, {}) and "steps_per_s" in r.get(against, {})]
 
 
+def fastest_by_median(rounds: Rounds, names: list[str]) -> str | None:
+    """Of the contenders ``names`` that were measured, the one with the highest median rate; None if none was."""
+    measured = [name for name in names if measured_rates(rounds, name)]
+    return max(measured, key=lambda name: statistics.median(measured_rates(rounds, name))) if measured else None
+
+
 def goal_lines(contenders: list[Contender], rounds: Rounds) -> list[str]:
     """For each of the trainer's settings, each goal whose contenders were measured: the median of its per-round
     ratios to the fastest of them (by median rate), and whether that meets the goal."""
@@ -612,12 +618,9 @@ def goal_lines(contenders: list[Contender], rounds: Rounds) -> list[str]:
     for variant in (c for c in contenders if c.runners and measured_rates(rounds, c.name)):
         verdicts = []
         for names, wanted, label in GOALS:
-            measured = [name for name in names if measured_rates(rounds, name)]
-            if not measured:
-                continue
-            fastest = max(measured, key=lambda name: statistics.median(measured_rates(rounds, name)))
-            paired = round_ratios(rounds, variant.name, fastest)
-            if not paired:  # never measured in the same round (one or the other failed in each)
+            fastest = fastest_by_median(rounds, list(names))
+            paired = round_ratios(rounds, variant.name, fastest) if fastest else []
+            if not paired:  # none measured, or never in the same round as this setting (one or the other failed)
                 continue
             ratio = statistics.median(paired)
             verdicts.append(f">= {wanted:.2f}x {label}: {ratio:.2f} ({'met' if ratio >= wanted else 'not met'})")
@@ -678,16 +681,14 @@ def print_table(contenders: list[Contender], rounds: Rounds, reference: str) -> 
         print("\nissue 22's goals (medians of the per-round ratios to the fastest of each goal's contenders)")
         print("\n".join(goals))
 
-    peers = [c for c in contenders if c.name != "raw" and not c.runners and rates(c.name)]
-    fastest = max(peers, key=lambda c: statistics.median(rates(c.name))) if peers else None
-    if fastest is not None and ratios(reference, fastest.name):
+    fastest = fastest_by_median(rounds, [c.name for c in contenders if c.name != "raw" and not c.runners])
+    if fastest is not None and ratios(reference, fastest):
         print()
         for variant in contenders:  # the trainer's other settings first; the default's line stays the last
-            if variant.runners and variant.name != reference and ratios(variant.name, fastest.name):
-                print(f"{variant.label} / fastest peer: "
-                      f"{statistics.median(ratios(variant.name, fastest.name)):.2f}")
-        ratio = statistics.median(ratios(reference, fastest.name))
-        print(f"zelda-rlaif / fastest peer: {ratio:.2f} ({fastest.label})")
+            if variant.runners and variant.name != reference and ratios(variant.name, fastest):
+                print(f"{variant.label} / fastest peer: {statistics.median(ratios(variant.name, fastest)):.2f}")
+        ratio = statistics.median(ratios(reference, fastest))
+        print(f"zelda-rlaif / fastest peer: {ratio:.2f} ({next(c.label for c in contenders if c.name == fastest)})")
     else:
         print("\nzelda-rlaif / fastest peer: n/a (no peer measured)")
 
