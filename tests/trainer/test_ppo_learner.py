@@ -20,7 +20,7 @@ from ray.rllib.utils.metrics import (
 
 from zelda_rlaif.segments import OBSERVATION_SIZE
 from zelda_trainer.algorithm import build_config
-from zelda_trainer.ppo_learner import SKIPPED_METRIC
+from zelda_trainer.ppo_learner import PROXIMAL_DIST_INPUTS, PROXIMAL_WEIGHT_METRIC, SKIPPED_METRIC
 from zelda_trainer.rl_module import ZeldaMLPModule
 from zelda_trainer.settings import PPOSettings, TrainerSettings
 
@@ -123,6 +123,71 @@ def test_the_lean_ppo_loss_is_rllibs(algorithm: Any) -> None:
     for lean, rllib in zip(lean_grads, rllib_grads, strict=True):
         torch.testing.assert_close(lean, rllib, rtol=1e-4, atol=1e-6)
     assert lean_metrics == pytest.approx(rllib_metrics, rel=1e-5)
+
+
+def _played_batch(rows: int, seed: int) -> dict[str, torch.Tensor]:
+    """A batch as a policy plays it: actions with their log-probabilities under the batch's logits."""
+    from ray.rllib.evaluation.postprocessing import Postprocessing
+
+    generator = torch.Generator().manual_seed(seed)
+    batch = {
+        Columns.OBS: torch.rand(rows, OBSERVATION_SIZE, generator=generator),
+        Columns.ACTIONS: torch.randint(8, (rows,), generator=generator),
+        Columns.ACTION_DIST_INPUTS: torch.randn(rows, 8, generator=generator),
+        Postprocessing.ADVANTAGES: torch.randn(rows, generator=generator),
+        Postprocessing.VALUE_TARGETS: torch.randn(rows, generator=generator) * 5,
+    }
+    batch[Columns.ACTION_LOGP] = _logp(batch[Columns.ACTION_DIST_INPUTS], batch[Columns.ACTIONS])
+    return batch
+
+
+def _logp(logits: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
+    return torch.log_softmax(logits, -1).gather(-1, actions.unsqueeze(-1)).squeeze(-1)
+
+
+def _loss_and_grads(learner: Any, batch: dict[str, torch.Tensor]) -> tuple[float, list[torch.Tensor], float]:
+    module = learner.module[DEFAULT_MODULE_ID]
+    config = learner.config.get_config_for_module(DEFAULT_MODULE_ID)
+    module.zero_grad()
+    loss = learner.compute_loss_for_module(module_id=DEFAULT_MODULE_ID, config=config, batch=batch,
+                                           fwd_out=module.forward_train(batch))
+    loss.backward()
+    grads = [param.grad.clone() for param in module.parameters()]
+    module.zero_grad()
+    return float(loss.detach()), grads, float(learner.metrics.peek((DEFAULT_MODULE_ID, "mean_kl_loss")))
+
+
+def test_clipping_around_the_updates_start_is_ppo_on_the_batch_as_that_policy_would_weigh_it(algorithm: Any) -> None:
+    """Decoupled PPO on a batch played by an older policy (behaviour) is PPO's loss on the same batch as if the
+    update's starting weights (proximal) had played it, each advantage weighted by proximal / behaviour: clipped and
+    KL-penalised around the proximal policy. With both policies the same it is PPO's loss exactly."""
+    from ray.rllib.evaluation.postprocessing import Postprocessing
+
+    played = _played_batch(96, seed=1)
+    proximal_logits = played[Columns.ACTION_DIST_INPUTS] + 0.4 * torch.randn(96, 8,
+                                                                             generator=torch.Generator().manual_seed(2))
+    decoupled = {**played, PROXIMAL_DIST_INPUTS: proximal_logits}
+    proximal_logp = _logp(proximal_logits, played[Columns.ACTIONS])
+    as_if_proximal = {**played, Columns.ACTION_DIST_INPUTS: proximal_logits, Columns.ACTION_LOGP: proximal_logp,
+                      Postprocessing.ADVANTAGES: played[Postprocessing.ADVANTAGES]
+                      * torch.exp(proximal_logp - played[Columns.ACTION_LOGP])}
+    same = {**played, PROXIMAL_DIST_INPUTS: played[Columns.ACTION_DIST_INPUTS]}
+
+    def check(learner: Any) -> tuple[Any, ...]:
+        results = tuple(_loss_and_grads(learner, batch) for batch in (decoupled, as_if_proximal, same, played))
+        weight = float(learner.metrics.peek((DEFAULT_MODULE_ID, PROXIMAL_WEIGHT_METRIC)))
+        return (*results, weight)
+
+    [result] = algorithm.learner_group.foreach_learner(check)
+    decoupled_out, as_if_out, same_out, plain_out, same_weight = result.get()
+    for (loss, grads, kl), (other_loss, other_grads, other_kl) in ((decoupled_out, as_if_out), (same_out, plain_out)):
+        assert loss == pytest.approx(other_loss, rel=1e-5) and kl == pytest.approx(other_kl, rel=1e-5)
+        for grad, other in zip(grads, other_grads, strict=True):
+            torch.testing.assert_close(grad, other, rtol=1e-4, atol=1e-6)
+    assert same_weight == pytest.approx(1.0)  # the last decoupled batch logged: both policies the same
+    # and the proximal policy does matter (the value loss dominates the total: the KL term and gradients tell)
+    assert decoupled_out[2] != pytest.approx(plain_out[2], rel=1e-2)
+    assert not all(torch.allclose(grad, other) for grad, other in zip(decoupled_out[1], plain_out[1], strict=True))
 
 
 def test_an_update_runs_epochs_x_steps_over_minibatch_size_minibatches(algorithm: Any) -> None:

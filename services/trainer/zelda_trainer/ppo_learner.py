@@ -40,6 +40,18 @@ runners that the weights are new, moves on through ``get_state`` and ``set_state
 data iterators, several learners, a compiled update) goes to RLlib's ``update``. ``tests/trainer/test_ppo_learner.py``
 checks both give the same weights, optimizer state and metrics.
 
+And with sampling while learning (``overlap.py``, the learner config's ``PROXIMAL_KEY``), the clipping is around the
+weights the update starts from rather than those that played the batch, which are one update older: decoupled PPO
+(Hilton et al., 2022, "Batch size-invariance for policy optimization"). Plain PPO on such a batch starts its update
+already one update's distance from the policy it clips around, so part of its trust region is spent before it starts
+(samples already past the clip give no gradient), and its KL term, measured against the older policy too, reads that
+distance as drift and raises the KL coefficient. Here each update first takes the batch's logits under its starting
+weights (one forward pass over the batch, without gradients); the surrogate clips the ratio to those and weights
+each step's advantage by its probability under them over its probability under the policy that played it (the
+importance weight that keeps the estimate on-policy for the starting weights), and the KL term is measured against
+them. Where the batch was played by the starting weights (PPO's own order) the two policies are the same and the
+loss is PPO's.
+
 All are RLlib's public ``Learner`` extension points (``build``, ``configure_optimizers_for_module``,
 ``apply_gradients``, ``compute_loss_for_module``, ``update`` and its ``num_total_minibatches``).
 """
@@ -78,6 +90,12 @@ from ray.rllib.utils.torch_utils import explained_variance
 log = logging.getLogger(__name__)
 
 SKIPPED_METRIC = "nonfinite_updates_skipped"
+# The learner config's key (``learner_config_dict``) that turns on clipping around the update's starting weights.
+PROXIMAL_KEY = "zelda_clip_around_update_start"
+# The batch column with the logits of the update's starting weights (the proximal policy of decoupled PPO).
+PROXIMAL_DIST_INPUTS = "zelda_proximal_action_dist_inputs"
+# The mean importance weight of the proximal over the behaviour policy: how far behind the batch was played.
+PROXIMAL_WEIGHT_METRIC = "proximal_over_behaviour_weight"
 
 
 class LeanPPOLearner(PPOTorchLearner):
@@ -88,6 +106,7 @@ class LeanPPOLearner(PPOTorchLearner):
         self.train_batch_pipeline = self.config.build_learner_connector(
             input_observation_space=None, input_action_space=None, device=self.device)
         self.loss_metrics_wanted = True  # the minibatch loop asks for them on its last minibatch only
+        self.clips_around_update_start = bool(self.config.learner_config_dict.get(PROXIMAL_KEY, False))
 
     @override(PPOTorchLearner)
     def update(self, *args: Any, **kwargs: Any) -> Any:
@@ -125,6 +144,10 @@ class LeanPPOLearner(PPOTorchLearner):
                                           metrics=self.metrics)
         [(module_id, columns)] = batch.items()
         batch_steps, device = len(columns[Columns.OBS]), columns[Columns.OBS].device
+        if self.clips_around_update_start:
+            with torch.no_grad():
+                columns[PROXIMAL_DIST_INPUTS] = self.module[module_id].unwrapped().forward_train(
+                    {Columns.OBS: columns[Columns.OBS]})[Columns.ACTION_DIST_INPUTS]
         loss_per_module: dict[str, Any] = {}
         for index, rows in enumerate(minibatch_rows(batch_steps, minibatch_size, num_total_minibatches,
                                                     shuffle_batch_per_epoch)):
@@ -188,8 +211,17 @@ class LeanPPOLearner(PPOTorchLearner):
         mean = _masked_mean(batch.get(Columns.LOSS_MASK))
         log_probs = torch.log_softmax(fwd_out[Columns.ACTION_DIST_INPUTS], dim=-1)
         logp = log_probs.gather(-1, batch[Columns.ACTIONS].long().unsqueeze(-1)).squeeze(-1)
-        ratio = torch.exp(logp - batch[Columns.ACTION_LOGP])
         advantages = batch[Postprocessing.ADVANTAGES]
+        proximal_inputs = batch.get(PROXIMAL_DIST_INPUTS)
+        if proximal_inputs is None:  # PPO: clipped around the policy that played the batch
+            reference_log_probs = torch.log_softmax(batch[Columns.ACTION_DIST_INPUTS], dim=-1)
+            ratio = torch.exp(logp - batch[Columns.ACTION_LOGP])
+        else:  # decoupled PPO: around the update's starting weights, the advantage importance-weighted to them
+            reference_log_probs = torch.log_softmax(proximal_inputs, dim=-1)
+            proximal_logp = reference_log_probs.gather(-1, batch[Columns.ACTIONS].long().unsqueeze(-1)).squeeze(-1)
+            ratio = torch.exp(logp - proximal_logp)
+            proximal_weight = torch.exp(proximal_logp - batch[Columns.ACTION_LOGP])
+            advantages = advantages * proximal_weight
         surrogate = torch.min(advantages * ratio,
                               advantages * torch.clamp(ratio, 1 - config.clip_param, 1 + config.clip_param))
         entropy = -(log_probs.exp() * log_probs).sum(-1)
@@ -198,16 +230,17 @@ class LeanPPOLearner(PPOTorchLearner):
         vf_loss_clipped = torch.clamp(vf_loss, 0, config.vf_clip_param)
         entropy_coeff = self.entropy_coeff_schedulers_per_module[module_id].get_current_value()
         total_loss = mean(-surrogate + config.vf_loss_coeff * vf_loss_clipped - entropy_coeff * entropy)
-        # KL(behaviour policy || current policy), as RLlib's categorical ``kl``; where the current policy's probability
+        # KL(reference policy || current policy), as RLlib's categorical ``kl``; where the current policy's probability
         # of an action underflows to 0, torch's gives inf and this a large finite value, in a policy that far gone.
         if config.use_kl_loss:
-            old_log_probs = torch.log_softmax(batch[Columns.ACTION_DIST_INPUTS], dim=-1)
-            mean_kl = mean((old_log_probs.exp() * (old_log_probs - log_probs)).sum(-1))
+            mean_kl = mean((reference_log_probs.exp() * (reference_log_probs - log_probs)).sum(-1))
             total_loss = total_loss + self.curr_kl_coeffs_per_module[module_id] * mean_kl
         else:
             mean_kl = torch.tensor(0.0, device=total_loss.device)
         if not self.loss_metrics_wanted:
             return total_loss
+        if proximal_inputs is not None:
+            self.metrics.log_value((module_id, PROXIMAL_WEIGHT_METRIC), mean(proximal_weight), window=1)
         self.metrics.log_dict({
             POLICY_LOSS_KEY: -mean(surrogate),
             VF_LOSS_KEY: mean(vf_loss_clipped),
