@@ -14,6 +14,7 @@ from zelda_rlaif.storage import keys, open_store
 from zelda_trainer import checkpoints, metrics
 from zelda_trainer.algorithm import build_config, set_learner_threads
 from zelda_trainer.overlap import AHEAD_TAG, OverlappingPPO
+from zelda_trainer.ppo_learner import PROXIMAL_KEY
 from zelda_trainer.settings import PPOSettings, TrainerSettings
 from zelda_trainer.training import Trainer
 
@@ -86,3 +87,13 @@ def test_an_overlapping_cpu_learner_leaves_the_runners_their_cores() -> None:
         assert torch.get_num_threads() == 2
     finally:
         torch.set_num_threads(threads)
+
+
+def test_the_learner_clips_around_the_updates_start_only_for_batches_played_one_update_behind() -> None:
+    """Decoupled PPO with sampling while learning (unless turned off), PPO's own clipping when PPO samples first."""
+    def clips_around_update_start(settings: TrainerSettings) -> bool:
+        return bool(build_config(settings, "testworld", 0).learner_config_dict[PROXIMAL_KEY])
+
+    assert clips_around_update_start(overlapping())
+    assert not clips_around_update_start(overlapping(ppo=PPOSettings(decoupled=False)))
+    assert not clips_around_update_start(overlapping(overlap_sampling=False))

@@ -90,7 +90,7 @@ def build_config(settings: TrainerSettings, profile: str, epoch: int) -> PPOConf
                   learner_class=SelfImitationLearner,
                   # With overlap_sampling, PPO's clipping around the update's starting weights (ppo_learner.py).
                   learner_config_dict={CONFIG_KEY: {**settings.self_imitation.model_dump(), "seed": settings.seed},
-                                       PROXIMAL_KEY: settings.overlap_sampling},
+                                       PROXIMAL_KEY: settings.overlap_sampling and ppo.decoupled},
                   # PPO's train batch in one connector piece, from the values the env runners computed (ppo_batch.py).
                   learner_connector=functools.partial(PPOTrainBatch, gamma=ppo.gamma, lambda_=ppo.lambda_),
                   add_default_connectors_to_learner_pipeline=False)

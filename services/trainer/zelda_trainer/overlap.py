@@ -4,9 +4,11 @@ RLlib's PPO samples, then learns, then sends the new weights: the env runners wa
 the learner waits while they sample. Here each iteration takes the batch its runners sampled during the last
 iteration's update, asks them at once for the next one, and learns while they play. The runners get the new
 weights when that sample ends (RLlib's weight sync queues behind it), so each batch is played by the policy of one
-update before the one that learns on it: PPO's importance ratio and clipping correct for that lag, as in
-APPO-style learners. It pays where sampling and learning do not fight for the same cores (a GPU learner, more
-cores than runners); ``bench/bench_peers.py`` measures it on the machine at hand (docs/performance.md).
+update before the one that learns on it. The learner corrects for that lag with decoupled PPO (``ppo_learner.py``,
+``PROXIMAL_KEY``, which ``algorithm.py`` turns on with this setting): it clips around the weights the update starts
+from and weights each step by their probability over the playing policy's. It pays where sampling and learning
+do not fight for the same cores (a GPU learner, more cores than runners); ``bench/bench_peers.py`` measures it on
+the machine at hand (docs/performance.md).
 
 PPO's ``training_step`` has no hook for its sampling, so this one repeats its learner update and weight sync
 (Ray 2.60's ``PPO.training_step``, new API stack); an RLlib upgrade that changes those should be followed here.

@@ -66,6 +66,9 @@ class PPOSettings(BaseSettings):
     minibatch_size: int = Field(512, ge=16, description="SGD minibatch")
     num_epochs: int = Field(4, ge=1, description="SGD passes over each batch")
     hidden: int = Field(256, ge=8, description="width of the 2 hidden layers")
+    decoupled: bool = Field(True, description="with overlap_sampling, clip around the weights each update starts "
+                            "from (decoupled PPO, zelda_trainer.ppo_learner); false: PPO's clipping around the policy "
+                            "one update behind that played the batch (docs/results.md, section 33)")
 
     model_config = SettingsConfigDict(env_prefix="ZELDA_TRAINER_PPO_", extra="ignore", populate_by_name=True)
 
