@@ -42,7 +42,7 @@ checks both give the same weights, optimizer state and metrics.
 
 And with sampling while learning (``overlap.py``, the learner config's ``PROXIMAL_KEY``), the clipping is around the
 weights the update starts from rather than those that played the batch, which are one update older: decoupled PPO
-(Hilton et al., 2022, "Batch size-invariance for policy optimization"). Plain PPO on such a batch starts its update
+(Hilton et al., 2021, "Batch size-invariance for policy optimization"). Plain PPO on such a batch starts its update
 already one update's distance from the policy it clips around, so part of its trust region is spent before it starts
 (samples already past the clip give no gradient), and its KL term, measured against the older policy too, reads that
 distance as drift and raises the KL coefficient. Here each update first takes the batch's logits under its starting
