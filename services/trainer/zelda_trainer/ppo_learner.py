@@ -210,15 +210,17 @@ class LeanPPOLearner(PPOTorchLearner):
                                                                       batch=batch, fwd_out=fwd_out))
         mean = _masked_mean(batch.get(Columns.LOSS_MASK))
         log_probs = torch.log_softmax(fwd_out[Columns.ACTION_DIST_INPUTS], dim=-1)
-        logp = log_probs.gather(-1, batch[Columns.ACTIONS].long().unsqueeze(-1)).squeeze(-1)
+        logp = _taken(log_probs, batch[Columns.ACTIONS])
         advantages = batch[Postprocessing.ADVANTAGES]
         proximal_inputs = batch.get(PROXIMAL_DIST_INPUTS)
+        # The policy the ratio is clipped around and the KL term measured against (its log-probabilities, where
+        # already taken): the one that played the batch in PPO, the update's starting weights in decoupled PPO.
+        reference_log_probs = None
         if proximal_inputs is None:  # PPO: clipped around the policy that played the batch
-            reference_log_probs = torch.log_softmax(batch[Columns.ACTION_DIST_INPUTS], dim=-1)
             ratio = torch.exp(logp - batch[Columns.ACTION_LOGP])
         else:  # decoupled PPO: around the update's starting weights, the advantage importance-weighted to them
             reference_log_probs = torch.log_softmax(proximal_inputs, dim=-1)
-            proximal_logp = reference_log_probs.gather(-1, batch[Columns.ACTIONS].long().unsqueeze(-1)).squeeze(-1)
+            proximal_logp = _taken(reference_log_probs, batch[Columns.ACTIONS])
             ratio = torch.exp(logp - proximal_logp)
             proximal_weight = torch.exp(proximal_logp - batch[Columns.ACTION_LOGP])
             advantages = advantages * proximal_weight
@@ -233,6 +235,8 @@ class LeanPPOLearner(PPOTorchLearner):
         # KL(reference policy || current policy), as RLlib's categorical ``kl``; where the current policy's probability
         # of an action underflows to 0, torch's gives inf and this a large finite value, in a policy that far gone.
         if config.use_kl_loss:
+            if reference_log_probs is None:
+                reference_log_probs = torch.log_softmax(batch[Columns.ACTION_DIST_INPUTS], dim=-1)
             mean_kl = mean((reference_log_probs.exp() * (reference_log_probs - log_probs)).sum(-1))
             total_loss = total_loss + self.curr_kl_coeffs_per_module[module_id] * mean_kl
         else:
@@ -269,6 +273,11 @@ def minibatch_rows(rows: int, minibatch_size: int, minibatches: int, shuffle: bo
             order = torch.cat([order, torch.randperm(rows) if shuffle else torch.arange(rows)])
         yield order[:minibatch_size]
         order = order[minibatch_size:]
+
+
+def _taken(log_probs: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
+    """Each row's log-probability of the action it took."""
+    return log_probs.gather(-1, actions.long().unsqueeze(-1)).squeeze(-1)
 
 
 def _masked_mean(mask: torch.Tensor | None) -> Any:
