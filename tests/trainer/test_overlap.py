@@ -14,7 +14,7 @@ from zelda_rlaif.storage import keys, open_store
 from zelda_trainer import checkpoints, metrics
 from zelda_trainer.algorithm import build_config, set_learner_threads
 from zelda_trainer.overlap import AHEAD_TAG, OverlappingPPO
-from zelda_trainer.ppo_learner import PROXIMAL_KEY
+from zelda_trainer.ppo_learner import PROXIMAL_KEY, PROXIMAL_WEIGHT_CAP_KEY
 from zelda_trainer.settings import PPOSettings, TrainerSettings
 from zelda_trainer.training import Trainer
 
@@ -97,3 +97,11 @@ def test_the_learner_clips_around_the_updates_start_only_for_batches_played_one_
     assert clips_around_update_start(overlapping())
     assert not clips_around_update_start(overlapping(ppo=PPOSettings(decoupled=False)))
     assert not clips_around_update_start(overlapping(overlap_sampling=False))
+
+
+def test_the_importance_weight_cap_reaches_the_learner_from_its_setting() -> None:
+    def cap(settings: TrainerSettings) -> float | None:
+        return build_config(settings, "testworld", 0).learner_config_dict[PROXIMAL_WEIGHT_CAP_KEY]
+
+    assert cap(overlapping()) is None
+    assert cap(overlapping(ppo=PPOSettings(proximal_weight_cap=1.0))) == 1.0

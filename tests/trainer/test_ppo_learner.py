@@ -20,7 +20,12 @@ from ray.rllib.utils.metrics import (
 
 from zelda_rlaif.segments import OBSERVATION_SIZE
 from zelda_trainer.algorithm import build_config
-from zelda_trainer.ppo_learner import PROXIMAL_DIST_INPUTS, PROXIMAL_WEIGHT_METRIC, SKIPPED_METRIC
+from zelda_trainer.ppo_learner import (
+    PROXIMAL_DIST_INPUTS,
+    PROXIMAL_WEIGHT_METRIC,
+    SKIPPED_METRIC,
+    TRUNCATED_SHARE_METRIC,
+)
 from zelda_trainer.rl_module import ZeldaMLPModule
 from zelda_trainer.settings import PPOSettings, TrainerSettings
 
@@ -188,6 +193,37 @@ def test_clipping_around_the_updates_start_is_ppo_on_the_batch_as_that_policy_wo
     # and the proximal policy does matter (the value loss dominates the total: the KL term and gradients tell)
     assert decoupled_out[2] != pytest.approx(plain_out[2], rel=1e-2)
     assert not all(torch.allclose(grad, other) for grad, other in zip(decoupled_out[1], plain_out[1], strict=True))
+
+
+def test_a_capped_importance_weight_counts_each_advantage_at_most_cap_times(algorithm: Any) -> None:
+    """With a cap, decoupled PPO is the same loss with each advantage weighted by min(proximal / behaviour, cap),
+    and the share of steps the cap truncated is logged."""
+    from ray.rllib.evaluation.postprocessing import Postprocessing
+
+    played = _played_batch(96, seed=1)
+    proximal_logits = played[Columns.ACTION_DIST_INPUTS] + 0.4 * torch.randn(96, 8,
+                                                                             generator=torch.Generator().manual_seed(2))
+    weight = torch.exp(_logp(proximal_logits, played[Columns.ACTIONS]) - played[Columns.ACTION_LOGP])
+    cap = float(weight.median())  # half the steps truncated
+    uncapped_as_if_capped = {**played, PROXIMAL_DIST_INPUTS: proximal_logits,
+                             Postprocessing.ADVANTAGES: played[Postprocessing.ADVANTAGES]
+                             * weight.clamp(max=cap) / weight}
+
+    def check(learner: Any) -> tuple[Any, ...]:
+        learner.proximal_weight_cap = cap
+        try:
+            capped = _loss_and_grads(learner, {**played, PROXIMAL_DIST_INPUTS: proximal_logits})
+            share = float(learner.metrics.peek((DEFAULT_MODULE_ID, TRUNCATED_SHARE_METRIC)))
+        finally:
+            learner.proximal_weight_cap = None
+        return capped, _loss_and_grads(learner, uncapped_as_if_capped), share
+
+    [result] = algorithm.learner_group.foreach_learner(check)
+    (loss, grads, kl), (other_loss, other_grads, other_kl), share = result.get()
+    assert loss == pytest.approx(other_loss, rel=1e-5) and kl == pytest.approx(other_kl, rel=1e-5)
+    for grad, other in zip(grads, other_grads, strict=True):
+        torch.testing.assert_close(grad, other, rtol=1e-4, atol=1e-6)
+    assert share == pytest.approx(float((weight > cap).float().mean()))
 
 
 def test_an_update_runs_epochs_x_steps_over_minibatch_size_minibatches(algorithm: Any) -> None:

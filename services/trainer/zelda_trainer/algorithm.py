@@ -14,7 +14,7 @@ from zelda_trainer.env_config import training_env_config
 from zelda_trainer.env_runner import ZeldaEnvRunner, resync_restored_runners
 from zelda_trainer.overlap import OverlappingPPO
 from zelda_trainer.ppo_batch import PPOTrainBatch
-from zelda_trainer.ppo_learner import PROXIMAL_KEY
+from zelda_trainer.ppo_learner import PROXIMAL_KEY, PROXIMAL_WEIGHT_CAP_KEY
 from zelda_trainer.rl_module import ZeldaMLPModule
 from zelda_trainer.sample_budget import ENV_CONFIG_KEY, SampleBudget, SharedBudgetPPO
 from zelda_trainer.self_imitation import CONFIG_KEY, SelfImitationLearner
@@ -90,7 +90,8 @@ def build_config(settings: TrainerSettings, profile: str, epoch: int) -> PPOConf
                   learner_class=SelfImitationLearner,
                   # With overlap_sampling, PPO's clipping around the update's starting weights (ppo_learner.py).
                   learner_config_dict={CONFIG_KEY: {**settings.self_imitation.model_dump(), "seed": settings.seed},
-                                       PROXIMAL_KEY: settings.overlap_sampling and ppo.decoupled},
+                                       PROXIMAL_KEY: settings.overlap_sampling and ppo.decoupled,
+                                       PROXIMAL_WEIGHT_CAP_KEY: ppo.proximal_weight_cap},
                   # PPO's train batch in one connector piece, from the values the env runners computed (ppo_batch.py).
                   learner_connector=functools.partial(PPOTrainBatch, gamma=ppo.gamma, lambda_=ppo.lambda_),
                   add_default_connectors_to_learner_pipeline=False)

@@ -50,7 +50,10 @@ weights (one forward pass over the batch, without gradients); the surrogate clip
 each step's advantage by its probability under them over its probability under the policy that played it (the
 importance weight that keeps the estimate on-policy for the starting weights), and the KL term is measured against
 them. Where the batch was played by the starting weights (PPO's own order) the two policies are the same and the
-loss is PPO's.
+loss is PPO's. The importance weight can be truncated from above (``PROXIMAL_WEIGHT_CAP_KEY``, as V-trace truncates
+its weights: Espeholt et al., 2018, "IMPALA"): a step the last update made much likelier then counts no more than
+the cap times its advantage, which bounds the variance one such step adds at the price of a bias towards the
+policy that played the batch.
 
 All are RLlib's public ``Learner`` extension points (``build``, ``configure_optimizers_for_module``,
 ``apply_gradients``, ``compute_loss_for_module``, ``update`` and its ``num_total_minibatches``).
@@ -96,6 +99,9 @@ PROXIMAL_KEY = "zelda_clip_around_update_start"
 PROXIMAL_DIST_INPUTS = "zelda_proximal_action_dist_inputs"
 # The mean importance weight of the proximal over the behaviour policy: how far behind the batch was played.
 PROXIMAL_WEIGHT_METRIC = "proximal_over_behaviour_weight"
+# The learner config's key for the cap on that weight (None: not truncated), and the share of steps it truncated.
+PROXIMAL_WEIGHT_CAP_KEY = "zelda_proximal_weight_cap"
+TRUNCATED_SHARE_METRIC = "proximal_weight_truncated_share"
 
 
 class LeanPPOLearner(PPOTorchLearner):
@@ -107,6 +113,7 @@ class LeanPPOLearner(PPOTorchLearner):
             input_observation_space=None, input_action_space=None, device=self.device)
         self.loss_metrics_wanted = True  # the minibatch loop asks for them on its last minibatch only
         self.clips_around_update_start = bool(self.config.learner_config_dict.get(PROXIMAL_KEY, False))
+        self.proximal_weight_cap: float | None = self.config.learner_config_dict.get(PROXIMAL_WEIGHT_CAP_KEY)
 
     @override(PPOTorchLearner)
     def update(self, *args: Any, **kwargs: Any) -> Any:
@@ -223,7 +230,8 @@ class LeanPPOLearner(PPOTorchLearner):
             proximal_logp = _taken(reference_log_probs, batch[Columns.ACTIONS])
             ratio = torch.exp(logp - proximal_logp)
             proximal_weight = torch.exp(proximal_logp - batch[Columns.ACTION_LOGP])
-            advantages = advantages * proximal_weight
+            advantages = advantages * (proximal_weight if self.proximal_weight_cap is None
+                                       else proximal_weight.clamp(max=self.proximal_weight_cap))
         surrogate = torch.min(advantages * ratio,
                               advantages * torch.clamp(ratio, 1 - config.clip_param, 1 + config.clip_param))
         entropy = -(log_probs.exp() * log_probs).sum(-1)
@@ -245,6 +253,9 @@ class LeanPPOLearner(PPOTorchLearner):
             return total_loss
         if proximal_inputs is not None:
             self.metrics.log_value((module_id, PROXIMAL_WEIGHT_METRIC), mean(proximal_weight), window=1)
+            if self.proximal_weight_cap is not None:
+                self.metrics.log_value((module_id, TRUNCATED_SHARE_METRIC),
+                                       mean((proximal_weight > self.proximal_weight_cap).float()), window=1)
         self.metrics.log_dict({
             POLICY_LOSS_KEY: -mean(surrogate),
             VF_LOSS_KEY: mean(vf_loss_clipped),

@@ -69,6 +69,9 @@ class PPOSettings(BaseSettings):
     decoupled: bool = Field(True, description="with overlap_sampling, clip around the weights each update starts "
                             "from (decoupled PPO, zelda_trainer.ppo_learner); false: PPO's clipping around the policy "
                             "one update behind that played the batch (docs/results.md, section 33)")
+    proximal_weight_cap: float | None = Field(None, gt=0, description="decoupled PPO's importance weight (the "
+                                              "update's starting policy over the one that played the batch) "
+                                              "truncated to at most this, as V-trace does; unset: not truncated")
 
     model_config = SettingsConfigDict(env_prefix="ZELDA_TRAINER_PPO_", extra="ignore", populate_by_name=True)
 
