@@ -48,9 +48,10 @@ def learner_fingerprint(algo: Any) -> float:
     return float(checkpoints.fingerprint(algo.get_module().get_state(inference_only=True)))
 
 
-def test_a_restarted_runner_continues_the_epoch_with_weights_and_reward_model(ray_local: None,
-                                                                              tmp_path: Path) -> None:
-    settings = TrainerSettings(
+@pytest.mark.parametrize("overlap_sampling", [False, True], ids=["sample-then-learn", "sampling-while-learning"])
+def test_a_restarted_runner_continues_the_epoch_with_weights_and_reward_model(ray_local: None, tmp_path: Path,
+                                                                              overlap_sampling: bool) -> None:
+    settings = TrainerSettings(overlap_sampling=overlap_sampling,
         run_id=RUN, num_env_runners=1, envs_per_runner=1, episode_steps=100, segment_steps=50, frame_every=25,
         export_fraction=1.0, live_frames=False, store=StoreSettings(url=f"file://{tmp_path / 'store'}"),
         ppo=PPOSettings(train_batch_size=100, minibatch_size=50, num_epochs=1), rewards={"rnd": 0.0},
@@ -71,10 +72,13 @@ def test_a_restarted_runner_continues_the_epoch_with_weights_and_reward_model(ra
 
         os.kill(first["pid"], signal.SIGKILL)  # between iterations: Ray restarts it without telling RLlib
         # The sample that finds it dead (or restarted) fails; a later iteration, once Ray has the new process up,
-        # restores it (weights, then epoch and model) before it samples.
+        # restores it (weights, then epoch and model) before it samples. With sampling while learning the runner
+        # may first still look healthy: the iteration after the kill can learn on a sample it finished before, and
+        # only the sample it then asks for finds the process gone.
         for _ in range(120):
             algo.train()
-            if algo.env_runner_group.num_healthy_remote_workers() == 1:
+            views = algo.env_runner_group.foreach_env_runner(runner_view, local_env_runner=False)
+            if views and views[0]["pid"] != first["pid"]:
                 break
             time.sleep(0.5)
         again = remote_view(algo)

@@ -101,13 +101,12 @@ def _sampled_ahead(group: EnvRunnerGroup, batch_size: int,
         runner_metrics.append(metrics)
     for _ in range(MAX_TOP_UPS):
         missing = batch_size - sum(len(episode) for episode in episodes)
-        if missing <= 0:
+        # With no healthy runner left, what there is is learnt on (nothing: the iteration is skipped), and RLlib
+        # restores the runners before the next one, as PPO's own sampling does (the driver's runner has no env).
+        if missing <= 0 or group.num_healthy_remote_workers() == 0:
             break
         arm_sample_budget(missing)
-        # Every healthy runner samples once more (the driver's own when none is healthy), as PPO's own sampling
-        # does; with nothing at all the iteration is skipped, as PPO skips it.
-        more: list[tuple[list[Any], Any]] = group.foreach_env_runner(
-            _sample_with_metrics, local_env_runner=group.num_healthy_remote_workers() == 0)
+        more: list[tuple[list[Any], Any]] = group.foreach_env_runner(_sample_with_metrics, local_env_runner=False)
         for sampled, metrics in more:
             episodes += sampled
             runner_metrics.append(metrics)
