@@ -19,8 +19,9 @@ The trainer turns sampling ahead off for an epoch's last iteration (``sample_ahe
 the steps it played and nothing is in flight when it is checkpointed, evaluated or hands the runners a new epoch.
 (Segments would stay in their epoch even so: a runner answers the trainer's end-of-epoch calls only after the
 sample it is playing, whose segments carry the epoch they were played in.)
-A runner that failed while sampling ahead simply returns nothing; the missing steps are sampled at once, and
-RLlib restores the runner as usual before the next iteration.
+A runner that failed while sampling ahead simply returns nothing; the missing steps are sampled at once from the
+healthy runners (with none left, the iteration learns on what there is, or is skipped, as PPO's own sampling does),
+and RLlib restores the runner as usual before the next iteration (``tests/trainer/test_runner_restart.py``).
 """
 
 from __future__ import annotations
