@@ -146,6 +146,12 @@ def _played_batch(rows: int, seed: int) -> dict[str, torch.Tensor]:
     return batch
 
 
+def _proximal_logits(played: dict[str, torch.Tensor], seed: int) -> torch.Tensor:
+    """The logits of a policy one update on from the one that played the batch (the update's starting weights)."""
+    noise = torch.randn(played[Columns.ACTION_DIST_INPUTS].shape, generator=torch.Generator().manual_seed(seed))
+    return played[Columns.ACTION_DIST_INPUTS] + 0.4 * noise
+
+
 def _logp(logits: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
     return torch.log_softmax(logits, -1).gather(-1, actions.unsqueeze(-1)).squeeze(-1)
 
@@ -169,8 +175,7 @@ def test_clipping_around_the_updates_start_is_ppo_on_the_batch_as_that_policy_wo
     from ray.rllib.evaluation.postprocessing import Postprocessing
 
     played = _played_batch(96, seed=1)
-    proximal_logits = played[Columns.ACTION_DIST_INPUTS] + 0.4 * torch.randn(96, 8,
-                                                                             generator=torch.Generator().manual_seed(2))
+    proximal_logits = _proximal_logits(played, seed=2)
     decoupled = {**played, PROXIMAL_DIST_INPUTS: proximal_logits}
     proximal_logp = _logp(proximal_logits, played[Columns.ACTIONS])
     as_if_proximal = {**played, Columns.ACTION_DIST_INPUTS: proximal_logits, Columns.ACTION_LOGP: proximal_logp,
@@ -201,8 +206,7 @@ def test_a_capped_importance_weight_counts_each_advantage_at_most_cap_times(algo
     from ray.rllib.evaluation.postprocessing import Postprocessing
 
     played = _played_batch(96, seed=1)
-    proximal_logits = played[Columns.ACTION_DIST_INPUTS] + 0.4 * torch.randn(96, 8,
-                                                                             generator=torch.Generator().manual_seed(2))
+    proximal_logits = _proximal_logits(played, seed=2)
     weight = torch.exp(_logp(proximal_logits, played[Columns.ACTIONS]) - played[Columns.ACTION_LOGP])
     cap = float(weight.median())  # half the steps truncated
     uncapped_as_if_capped = {**played, PROXIMAL_DIST_INPUTS: proximal_logits,

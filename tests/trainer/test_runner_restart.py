@@ -51,10 +51,11 @@ def learner_fingerprint(algo: Any) -> float:
 @pytest.mark.parametrize("overlap_sampling", [False, True], ids=["sample-then-learn", "sampling-while-learning"])
 def test_a_restarted_runner_continues_the_epoch_with_weights_and_reward_model(ray_local: None, tmp_path: Path,
                                                                               overlap_sampling: bool) -> None:
-    settings = TrainerSettings(overlap_sampling=overlap_sampling,
+    settings = TrainerSettings(
         run_id=RUN, num_env_runners=1, envs_per_runner=1, episode_steps=100, segment_steps=50, frame_every=25,
         export_fraction=1.0, live_frames=False, store=StoreSettings(url=f"file://{tmp_path / 'store'}"),
         ppo=PPOSettings(train_batch_size=100, minibatch_size=50, num_epochs=1), rewards={"rnd": 0.0},
+        overlap_sampling=overlap_sampling,
     )
     trainer = Trainer(settings, show_progress=False)
     algo: Any = build_config(settings, trainer.profile, 0).build_algo()
