@@ -125,8 +125,9 @@ class TrainerSettings(BaseSettings):
         "driver may use, since PPO samples and learns in turn and the env runners' cores are idle while it learns "
         "(1 with overlap_sampling, whose runners keep their cores busy)"
     )
-    # Off by default: on 2 cores the learner and the runners share them, and bench/bench_peers.py measures what it
-    # gives there (docs/performance.md); it pays with a GPU learner or more cores than env runners.
+    # Off by default: it is faster (bench/bench_peers.py; most with a GPU learner or more cores than env runners,
+    # docs/performance.md), but in the goal's test its one-update-old batches ended with the gate and the sword
+    # less often than the default's (docs/results.md, section 35).
     overlap_sampling: bool = Field(False, description="sample the next batch while learning on this one, with the "
                                    "weights of one update before (zelda_trainer.overlap); needs env runners")
     # The faster runner plays more of each batch, so which steps a batch holds follows the host's timing: sync
