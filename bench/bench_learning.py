@@ -36,7 +36,9 @@ Arms, each trained in its own ``zelda-rlaif up`` (its own processes, run directo
 
 ``--arms`` runs a subset (the random arm needs a trained arm beside it for its run directory). ``--overlap off on``
 runs every trained arm twice, without and with sampling while learning (``ZELDA_TRAINER_OVERLAP_SAMPLING``, whose
-batches are played by the policy one update behind), as ``<arm>-overlap_off`` and ``<arm>-overlap_on``.
+batches are played by the policy one update behind), as ``<arm>-overlap_off`` and ``<arm>-overlap_on``;
+``--learner-precision fp32 bf16`` likewise, the learner's trunk in float32 or bfloat16
+(``ZELDA_TRAINER_LEARNER_PRECISION``), as ``<arm>-precision_fp32`` and ``<arm>-precision_bf16``.
 
 Every arm is then evaluated by ``zelda-rlaif eval --epoch best`` (``--eval-epoch latest``: the last checkpoint;
 ``--eval-epoch best latest``: both, each with its own rows) with the same ``--seed`` and ``--episodes``, so all arms
@@ -76,7 +78,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/ is no ins
 
 from bench.learning_curves import plot, read_curve
 from zelda_rlaif.game.rewards import RewardConfig
-from zelda_trainer.settings import JudgedStartBalance, JudgedStartPoint, TrainerSettings
+from zelda_trainer.settings import JudgedStartBalance, JudgedStartPoint, LearnerPrecision, TrainerSettings
 
 
 @dataclass(frozen=True)
@@ -141,16 +143,29 @@ def trained_arms(sil_weight: float, judged_start_fraction: float,
     )
 
 
-def with_overlap(arms: list[Arm], overlap: list[str]) -> list[Arm]:
-    """Each arm with ``ZELDA_TRAINER_OVERLAP_SAMPLING`` set to each of ``overlap`` (off/on); named apart only where
-    there is more than one."""
+def with_variants(arms: list[Arm], env_name: str, tag: str, what: str, settings: list[str],
+                  env_value: dict[str, str] | None = None) -> list[Arm]:
+    """Each arm with the trainer setting ``env_name`` set to each of ``settings`` (through ``env_value`` where the
+    flag's spelling is not the setting's), named apart as ``<arm>-<tag>_<setting>`` only where there is more than
+    one."""
     def variant(arm: Arm, setting: str) -> Arm:
-        env = {**arm.env, "ZELDA_TRAINER_OVERLAP_SAMPLING": str(setting == "on").lower()}
-        if len(overlap) == 1:
+        env = {**arm.env, env_name: (env_value or {}).get(setting, setting)}
+        if len(settings) == 1:
             return Arm(arm.name, arm.what, env)
-        return Arm(f"{arm.name}-overlap_{setting}", f"{arm.what}, sampling while learning {setting}", env)
+        return Arm(f"{arm.name}-{tag}_{setting}", f"{arm.what}, {what} {setting}", env)
 
-    return [variant(arm, setting) for arm in arms for setting in overlap]
+    return [variant(arm, setting) for arm in arms for setting in settings]
+
+
+def with_overlap(arms: list[Arm], overlap: list[str]) -> list[Arm]:
+    """Each arm with ``ZELDA_TRAINER_OVERLAP_SAMPLING`` off and/or on."""
+    return with_variants(arms, "ZELDA_TRAINER_OVERLAP_SAMPLING", "overlap", "sampling while learning", overlap,
+                         {"on": "true", "off": "false"})
+
+
+def with_precision(arms: list[Arm], precisions: list[str]) -> list[Arm]:
+    """Each arm with ``ZELDA_TRAINER_LEARNER_PRECISION`` set to each of ``precisions``."""
+    return with_variants(arms, "ZELDA_TRAINER_LEARNER_PRECISION", "precision", "learner trunk in", precisions)
 
 
 RANDOM = Arm("random", "random policy")
@@ -160,6 +175,8 @@ TRAINER_GUIDANCE = ("off" if not _TRAINER_GUIDANCE.enabled
                     else "walkthrough" if _TRAINER_GUIDANCE.follow_walkthrough else "explore")
 OVERLAP = ("off", "on")
 TRAINER_OVERLAP = OVERLAP[int(TrainerSettings.model_fields["overlap_sampling"].default)]
+PRECISIONS = tuple(precision.value for precision in LearnerPrecision)
+TRAINER_PRECISION: str = TrainerSettings.model_fields["learner_precision"].default.value
 TRAINER_REWARDS = RewardConfig()  # the preference arm's flags default to the trainer's reward weights
 TRAINER_JUDGED_START_FRACTION: float = TrainerSettings.model_fields["judged_start_fraction"].default
 TRAINER_JUDGED_START_EXPLORE_STEPS: int = TrainerSettings.model_fields["judged_start_explore_steps"].default
@@ -355,6 +372,10 @@ def main() -> None:
                         help="every arm with the trainer sampling while it learns (on) or not (off), "
                         "ZELDA_TRAINER_OVERLAP_SAMPLING; both (off on) run each arm twice, as <arm>-overlap_<off|on> "
                         "(default: the trainer's)")
+    parser.add_argument("--learner-precision", nargs="+", choices=PRECISIONS, default=[TRAINER_PRECISION],
+                        help="every arm with the learner's trunk in bf16, fp32 or as the host suits (auto), "
+                        "ZELDA_TRAINER_LEARNER_PRECISION; several run each arm once each, as "
+                        "<arm>-precision_<setting> (default: the trainer's)")
     parser.add_argument("--epochs", type=int, default=2, help="epochs per training run")
     parser.add_argument("--steps-per-epoch", type=int, default=16384, help="env steps per epoch")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2], help="training seeds (ZELDA_TRAINER_SEED)")
@@ -383,6 +404,8 @@ def main() -> None:
             if arm.name in args.arms]
     args.overlap = list(dict.fromkeys(args.overlap))  # each setting once, in the order given
     arms = with_overlap(arms, args.overlap)
+    args.learner_precision = list(dict.fromkeys(args.learner_precision))
+    arms = with_precision(arms, args.learner_precision)
     imitating = bool({"self_imitation", "judged_starts", "preference"} & set(args.arms))
     if not arms:
         parser.error("--arms random alone has no run directory to play in: add a trained arm (e.g. --arms full random)")
@@ -432,6 +455,7 @@ def main() -> None:
               + (f", guidance {args.guidance} ({args.guidance_weight} a step agreeing)"
                  if "preference" in args.arms and args.guidance != "off" else "")
               + f", sampling while learning {' and '.join(args.overlap)}"
+              + f", learner precision {' and '.join(args.learner_precision)}"
               + (", --quick" if args.quick else ""))
     rows: list[dict] = []
     for arm in arms:

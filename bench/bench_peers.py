@@ -12,7 +12,9 @@ reports env steps/s of whole training, sampling and learning, after a warm-up it
 - ``zelda-rlaif``: the trainer (RLlib PPO, its env runner, its Ray start-up; ``bench_trainer.training_rate``),
   with ``--runners`` env runners sharing the 16 emulators (``--runners 1,2`` measures both side by side), without and
   with sampling while learning (``--overlap off,on``, the default), its runners sharing each batch's steps (the
-  trainer's default) or playing equal shares (``--shared-budget on,off`` measures both).
+  trainer's default) or playing equal shares (``--shared-budget on,off`` measures both), its learner's trunk in
+  the precision the host suits (``auto``, the default: bfloat16 where the CPU has it natively) and, where that is
+  bfloat16, in float32 too (``--learner-precision auto,fp32``, the default; the peers learn in float32).
 - ``sb3-dummy`` / ``sb3-subproc``: Stable-Baselines3 PPO on DummyVecEnv / SubprocVecEnv.
 - ``cleanrl-sync`` / ``cleanrl-async``: a CleanRL-style single-file PPO (below) on Gymnasium's SyncVectorEnv /
   AsyncVectorEnv (same-step autoreset, as CleanRL expects).
@@ -68,6 +70,7 @@ class Contender:
     runners: int = 0  # zelda-rlaif only
     overlap: bool = False  # zelda-rlaif only: ZELDA_TRAINER_OVERLAP_SAMPLING
     equal_shares: bool = False  # zelda-rlaif only: ZELDA_TRAINER_SHARED_SAMPLE_BUDGET off
+    precision: str = "auto"  # zelda-rlaif only: ZELDA_TRAINER_LEARNER_PRECISION
 
 
 CONTENDERS = {
@@ -82,12 +85,28 @@ CONTENDERS = {
 }
 
 
-def zelda_contender(runners: int, overlap: bool = False, shared_budget: bool = True) -> Contender:
+def zelda_contender(runners: int, overlap: bool = False, shared_budget: bool = True,
+                    precision: str = "auto") -> Contender:
     equal_shares = not shared_budget and runners > 1  # one runner has nothing to share
-    return Contender(f"zelda-rlaif-{runners}r{'-overlap' * overlap}{'-equal' * equal_shares}",
+    named_precision = "" if precision == "auto" else f"-{precision}"
+    return Contender(f"zelda-rlaif-{runners}r{'-overlap' * overlap}{'-equal' * equal_shares}{named_precision}",
                      f"zelda-rlaif trainer, {runners} env runner{'s' * (runners > 1)}"
-                     f"{', sampling while learning' * overlap}{', equal shares' * equal_shares}", runners=runners,
-                     overlap=overlap, equal_shares=equal_shares)
+                     f"{', sampling while learning' * overlap}{', equal shares' * equal_shares}"
+                     f"{precision_label(precision)}", runners=runners, overlap=overlap, equal_shares=equal_shares,
+                     precision=precision)
+
+
+def precision_label(precision: str) -> str:
+    """What the learner computes in, where it is not float32 or was asked for."""
+    import torch
+
+    from zelda_trainer.precision import trunk_in_bf16
+    from zelda_trainer.settings import LearnerPrecision
+
+    chosen = LearnerPrecision(precision)
+    if chosen is LearnerPrecision.AUTO:
+        return ", learner trunk in bf16 (auto)" if trunk_in_bf16(chosen, torch.device("cpu")) else ""
+    return f", learner trunk in {chosen.value}"
 
 
 # ---------------------------------------------------------------------------------------------- the shared pieces
@@ -184,7 +203,7 @@ def run_zelda(args: argparse.Namespace) -> dict[str, Any]:
     trained, sampled = training_rate(args.runners, args.emulators // args.runners, args.iterations,
                                      {"train_batch_size": 2048, "minibatch_size": 512}, read_object_store,
                                      overlap=args.overlap == "on", shared_budget=args.shared_budget == "on",
-                                     window=(cpu.start, cpu.stop))
+                                     window=(cpu.start, cpu.stop), learner_precision=args.learner_precision)
     return {"steps_per_s": trained, "sampling_alone_steps_per_s": sampled, "cpu": cpu.result,
             "object_store_peak_bytes": store["used"], "object_store_capacity_bytes": store["capacity"]}
 
@@ -511,7 +530,8 @@ def run_child(name: str, contender: Contender, args: argparse.Namespace, workdir
                "--iterations", str(args.iterations), "--raw-seconds", str(args.raw_seconds),
                "--runners", str(contender.runners or 1), "--emulators", str(args.emulators),
                "--overlap", "on" if contender.overlap else "off",
-               "--shared-budget", "off" if contender.equal_shares else "on"]
+               "--shared-budget", "off" if contender.equal_shares else "on",
+               "--learner-precision", contender.precision]
     log = workdir / f"{contender.name}.log"
     peaks = MemoryPeaks()
     started = time.perf_counter()
@@ -708,6 +728,23 @@ def host_description() -> str:
     return f"{model}, {CORES} cores, {simd}"
 
 
+def learner_precisions(listed: str, parser: argparse.ArgumentParser) -> list[str]:
+    """The ``--learner-precision`` settings to measure, each precision the learner would compute in once."""
+    import torch
+
+    from zelda_trainer.precision import trunk_in_bf16
+    from zelda_trainer.settings import LearnerPrecision
+
+    known = [precision.value for precision in LearnerPrecision]
+    chosen = [choice.strip() for choice in listed.split(",") if choice.strip()]
+    if not chosen or any(choice not in known for choice in chosen):
+        parser.error(f"--learner-precision takes {', '.join(known)} or a list of them, not {listed!r}")
+    measured: dict[bool, str] = {}
+    for choice in chosen:
+        measured.setdefault(trunk_in_bf16(LearnerPrecision(choice), torch.device("cpu")), choice)
+    return list(measured.values())
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--contenders", default=",".join(CONTENDERS),
@@ -721,6 +758,11 @@ def main() -> None:
                         "batch's steps (on, its default) or playing equal shares (off; "
                         "ZELDA_TRAINER_SHARED_SAMPLE_BUDGET); a list (on,off) measures each, the first is the "
                         "reference of the ratios")
+    parser.add_argument("--learner-precision", default="auto,fp32", help="the zelda-rlaif trainer's learner "
+                        "trunk in the precision the host suits (auto: bf16 where the CPU computes it natively), fp32 "
+                        "or bf16 (ZELDA_TRAINER_LEARNER_PRECISION); a list measures each, the first is the reference "
+                        "of the ratios; a setting that comes out the same as one before it (fp32 where auto is fp32) "
+                        "is measured once")
     parser.add_argument("--emulators", type=int, default=EMULATORS, help="emulators per contender (the comparison "
                         "is at 16; fewer only make the smoke test quicker)")
     parser.add_argument("--rounds", type=int, default=3, help="rounds, each contender once per round")
@@ -752,11 +794,13 @@ def main() -> None:
     if not budget_choices or any(choice not in {"off", "on"} for choice in budget_choices):
         parser.error(f"--shared-budget takes on, off or both (on,off), not {args.shared_budget!r}")
     budgets = list(dict.fromkeys(choice == "on" for choice in budget_choices))
+    precisions = learner_precisions(args.learner_precision, parser)
     contenders: list[Contender] = []
     for name in names:
         if name == "zelda-rlaif":
-            variants = {zelda_contender(count, overlap, budget).name: zelda_contender(count, overlap, budget)
-                        for count in runner_counts for overlap in overlaps for budget in budgets}
+            variants = {variant.name: variant for count in runner_counts for overlap in overlaps
+                        for budget in budgets for precision in precisions
+                        for variant in [zelda_contender(count, overlap, budget, precision)]}
             contenders += variants.values()
         elif available(CONTENDERS[name]):
             contenders.append(CONTENDERS[name])
@@ -764,7 +808,8 @@ def main() -> None:
             print(f"skipped {name}: pufferlib is not installed; build it for CPU with `{INSTALL_PEERS}` (~3 min)")
         else:
             print(f"skipped {name}: {CONTENDERS[name].needs} is not installed (pip install -e '.[bench]')")
-    reference = zelda_contender(runner_counts[0], overlaps[0], budgets[0]).name if "zelda-rlaif" in names else ""
+    reference = (zelda_contender(runner_counts[0], overlaps[0], budgets[0], precisions[0]).name
+                 if "zelda-rlaif" in names else "")
     if "raw" not in names:
         print("note: raw not measured: no ratio to raw PyBoy")
 

@@ -7,11 +7,13 @@ import pytest
 from bench.bench_learning import (
     TRAINER_JUDGED_START_FRACTION,
     TRAINER_OVERLAP,
+    TRAINER_PRECISION,
     TRAINER_REWARDS,
     trained_arms,
     with_overlap,
+    with_precision,
 )
-from zelda_trainer.settings import TrainerSettings
+from zelda_trainer.settings import LearnerPrecision, TrainerSettings
 
 
 def arm_settings(name: str, monkeypatch: pytest.MonkeyPatch, judged_start_fraction: float) -> TrainerSettings:
@@ -49,3 +51,17 @@ def test_overlap_both_ways_runs_each_arm_twice_under_its_own_name(monkeypatch: p
     # One setting: the arm keeps its name (and its result directory), the setting still spelled out.
     (single,) = with_overlap(arms, [TRAINER_OVERLAP])
     assert single.name == "no_shaping" and "ZELDA_TRAINER_OVERLAP_SAMPLING" in single.env
+
+
+def test_precision_variants_cross_with_overlap_and_keep_the_arms_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+    arms = [arm for arm in trained_arms(0.5, TRAINER_JUDGED_START_FRACTION) if arm.name == "no_shaping"]
+    fp32, bf16 = with_precision(with_overlap(arms, [TRAINER_OVERLAP]), ["fp32", "bf16"])
+    assert (fp32.name, bf16.name) == ("no_shaping-precision_fp32", "no_shaping-precision_bf16")
+    for arm, expected in ((fp32, LearnerPrecision.FP32), (bf16, LearnerPrecision.BF16)):
+        for key, value in arm.env.items():
+            monkeypatch.setenv(key, value)
+        settings = TrainerSettings()
+        assert settings.learner_precision is expected and settings.rewards.shaping == 0
+        assert settings.overlap_sampling is (TRAINER_OVERLAP == "on")
+    (single,) = with_precision(arms, [TRAINER_PRECISION])
+    assert single.name == "no_shaping" and single.env["ZELDA_TRAINER_LEARNER_PRECISION"] == TRAINER_PRECISION

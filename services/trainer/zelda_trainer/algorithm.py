@@ -106,7 +106,9 @@ def build_config(settings: TrainerSettings, profile: str, epoch: int) -> PPOConf
             minibatch_size=ppo.minibatch_size,
             num_epochs=ppo.num_epochs,
         )
-        .rl_module(rl_module_spec=RLModuleSpec(module_class=ZeldaMLPModule, model_config={"hidden": ppo.hidden}))
+        .rl_module(rl_module_spec=RLModuleSpec(module_class=ZeldaMLPModule, model_config={
+            # Resolved by the module where it learns: auto follows that host's CPU (precision.py).
+            "hidden": ppo.hidden, "learner_precision": settings.learner_precision.value}))
         # A runner that Ray restarted gets the driver's epoch and reward model before it samples (RLlib restores
         # its weights itself: restart_failed_env_runners is on by default).
         .callbacks(ZeldaCallbacks, on_env_runners_recreated=resync_restored_runners)

@@ -12,11 +12,13 @@ from ray.rllib.core.rl_module.torch import TorchRLModule
 from ray.rllib.utils.annotations import override
 from torch import nn
 
+from zelda_trainer.precision import LearnerPrecision, run_trunk, trunk_in_bf16
 from zelda_trainer.tanh import Tanh
 
 
 class ZeldaMLPModule(TorchRLModule, ValueFunctionAPI):
-    """``model_config``: ``hidden`` (default 256) and ``layers`` (default 2)."""
+    """``model_config``: ``hidden`` (default 256), ``layers`` (default 2) and ``learner_precision`` (a
+    ``LearnerPrecision``, default fp32: the trunk of the learner's passes in bfloat16 or not, see precision.py)."""
 
     @override(TorchRLModule)
     def setup(self) -> None:
@@ -34,6 +36,12 @@ class ZeldaMLPModule(TorchRLModule, ValueFunctionAPI):
         nn.init.orthogonal_(self._policy_head.weight, gain=0.01)
         nn.init.zeros_(self._policy_head.bias)
         self._sampling_weights: list[tuple[np.ndarray, np.ndarray]] | None = None  # see policy_and_values
+        self.learner_precision = LearnerPrecision(self.model_config.get(  # type: ignore[union-attr]
+            "learner_precision", LearnerPrecision.FP32))
+
+    def _train_features(self, observations: torch.Tensor) -> torch.Tensor:
+        """The trunk's features for the learner's passes: in bfloat16 where ``learner_precision`` says so."""
+        return run_trunk(self._trunk, observations, trunk_in_bf16(self.learner_precision, observations.device))
 
     @override(TorchRLModule)
     def _forward(self, batch: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
@@ -42,12 +50,12 @@ class ZeldaMLPModule(TorchRLModule, ValueFunctionAPI):
 
     @override(TorchRLModule)
     def _forward_train(self, batch: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
-        features = self._trunk(batch[Columns.OBS])
+        features = self._train_features(batch[Columns.OBS])
         return {Columns.ACTION_DIST_INPUTS: self._policy_head(features), Columns.EMBEDDINGS: features}
 
     @override(ValueFunctionAPI)
     def compute_values(self, batch: dict[str, Any], embeddings: Any = None) -> torch.Tensor:
-        if embeddings is None:
+        if embeddings is None:  # the value pass of ppo_batch.py: float32, as the env runners compute theirs
             embeddings = self._trunk(batch[Columns.OBS])
         return self._value_head(embeddings).squeeze(-1)
 

@@ -144,7 +144,7 @@ class SharedBudgetPPO(PPO):
     one) and arms it before each iteration's sampling."""
 
     sample_budget: SampleBudget | None = None
-    # False: the budget is left unarmed, so each runner plays its own share as without one (bench_sample_budget.py
+    # False: the budget is left unarmed, so each runner plays its own share as without one (bench_paired.py
     # alternates the two in one run).
     share_samples: bool = True
 

@@ -38,6 +38,12 @@ class ShapingMode(StrEnum):
     SYNC = "sync"  # epoch N+1 waits for the reward model trained on epoch N
 
 
+class LearnerPrecision(StrEnum):
+    AUTO = "auto"  # bf16 for a CPU learner on a host with native bfloat16 arithmetic, else fp32
+    FP32 = "fp32"
+    BF16 = "bf16"  # the trunk's Linear layers in bfloat16 (zelda_trainer.precision)
+
+
 class JudgedStartPoint(StrEnum):
     """Where in a kept segment a judged start begins (``BestSegments.start_states``)."""
 
@@ -125,6 +131,10 @@ class TrainerSettings(BaseSettings):
         "driver may use, since PPO samples and learns in turn and the env runners' cores are idle while it learns "
         "(1 with overlap_sampling, whose runners keep their cores busy)"
     )
+    learner_precision: LearnerPrecision = Field(
+        LearnerPrecision.FP32, description="the learner's trunk in bf16 (bfloat16 products, float32 elsewhere; "
+        "zelda_trainer.precision) or fp32; auto: bf16 for a CPU learner whose host computes bfloat16 natively "
+        "(avx512_bf16 or AMX), where it takes about a quarter off the update, else fp32")
     # Off by default: it is faster (bench/bench_peers.py; most with a GPU learner or more cores than env runners,
     # docs/performance.md), but in the goal's test its one-update-old batches ended with the gate and the sword
     # less often than the default's (docs/results.md, section 35).

@@ -153,10 +153,17 @@ class Trainer:
                         last, wait_s)
 
     async def _train(self, bus: Bus, follower: RewardModelFollower, started: float) -> TrainingSummary:
-        from zelda_trainer.algorithm import set_learner_threads
+        from zelda_trainer.algorithm import learner_gpus, set_learner_threads
+        from zelda_trainer.precision import trunk_in_bf16
 
         init_ray(self.settings)
         set_learner_threads(self.settings)
+        if not learner_gpus(self.settings):
+            import torch
+
+            log.info("CPU learner: %d torch threads, its trunk in %s (learner_precision %s)", torch.get_num_threads(),
+                     "bf16" if trunk_in_bf16(self.settings.learner_precision, torch.device("cpu")) else "fp32",
+                     self.settings.learner_precision.value)
         start_epoch, algo = await asyncio.to_thread(self._build_or_restore)
         self._algo = algo
         if self.resume:
