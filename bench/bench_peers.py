@@ -13,8 +13,8 @@ reports env steps/s of whole training, sampling and learning, after a warm-up it
   with ``--runners`` env runners sharing the 16 emulators (``--runners 1,2`` measures both side by side), without and
   with sampling while learning (``--overlap off,on``, the default), its runners sharing each batch's steps (the
   trainer's default) or playing equal shares (``--shared-budget on,off`` measures both), its learner's trunk in
-  the precision the host suits (``auto``, the default: bfloat16 where the CPU has it natively) and, where that is
-  bfloat16, in float32 too (``--learner-precision auto,fp32``, the default; the peers learn in float32).
+  float32, as the peers learn, and where the CPU computes bfloat16 natively in bfloat16 too
+  (``--learner-precision fp32,auto``, the default; ``auto`` is measured only where it is bfloat16).
 - ``sb3-dummy`` / ``sb3-subproc``: Stable-Baselines3 PPO on DummyVecEnv / SubprocVecEnv.
 - ``cleanrl-sync`` / ``cleanrl-async``: a CleanRL-style single-file PPO (below) on Gymnasium's SyncVectorEnv /
   AsyncVectorEnv (same-step autoreset, as CleanRL expects).
@@ -70,7 +70,7 @@ class Contender:
     runners: int = 0  # zelda-rlaif only
     overlap: bool = False  # zelda-rlaif only: ZELDA_TRAINER_OVERLAP_SAMPLING
     equal_shares: bool = False  # zelda-rlaif only: ZELDA_TRAINER_SHARED_SAMPLE_BUDGET off
-    precision: str = "auto"  # zelda-rlaif only: ZELDA_TRAINER_LEARNER_PRECISION
+    precision: str = "fp32"  # zelda-rlaif only: ZELDA_TRAINER_LEARNER_PRECISION
 
 
 CONTENDERS = {
@@ -86,27 +86,19 @@ CONTENDERS = {
 
 
 def zelda_contender(runners: int, overlap: bool = False, shared_budget: bool = True,
-                    precision: str = "auto") -> Contender:
-    equal_shares = not shared_budget and runners > 1  # one runner has nothing to share
-    named_precision = "" if precision == "auto" else f"-{precision}"
-    return Contender(f"zelda-rlaif-{runners}r{'-overlap' * overlap}{'-equal' * equal_shares}{named_precision}",
-                     f"zelda-rlaif trainer, {runners} env runner{'s' * (runners > 1)}"
-                     f"{', sampling while learning' * overlap}{', equal shares' * equal_shares}"
-                     f"{precision_label(precision)}", runners=runners, overlap=overlap, equal_shares=equal_shares,
-                     precision=precision)
-
-
-def precision_label(precision: str) -> str:
-    """What the learner computes in, where it is not float32 or was asked for."""
+                    precision: str = "fp32") -> Contender:
     import torch
 
     from zelda_trainer.precision import trunk_in_bf16
     from zelda_trainer.settings import LearnerPrecision
 
-    chosen = LearnerPrecision(precision)
-    if chosen is LearnerPrecision.AUTO:
-        return ", learner trunk in bf16 (auto)" if trunk_in_bf16(chosen, torch.device("cpu")) else ""
-    return f", learner trunk in {chosen.value}"
+    equal_shares = not shared_budget and runners > 1  # one runner has nothing to share
+    bf16 = trunk_in_bf16(LearnerPrecision(precision), torch.device("cpu"))
+    return Contender(f"zelda-rlaif-{runners}r{'-overlap' * overlap}{'-equal' * equal_shares}{'-bf16' * bf16}",
+                     f"zelda-rlaif trainer, {runners} env runner{'s' * (runners > 1)}"
+                     f"{', sampling while learning' * overlap}{', equal shares' * equal_shares}"
+                     f"{', learner trunk in bf16' * bf16}", runners=runners, overlap=overlap,
+                     equal_shares=equal_shares, precision=precision)
 
 
 # ---------------------------------------------------------------------------------------------- the shared pieces
@@ -758,11 +750,11 @@ def main() -> None:
                         "batch's steps (on, its default) or playing equal shares (off; "
                         "ZELDA_TRAINER_SHARED_SAMPLE_BUDGET); a list (on,off) measures each, the first is the "
                         "reference of the ratios")
-    parser.add_argument("--learner-precision", default="auto,fp32", help="the zelda-rlaif trainer's learner "
-                        "trunk in the precision the host suits (auto: bf16 where the CPU computes it natively), fp32 "
-                        "or bf16 (ZELDA_TRAINER_LEARNER_PRECISION); a list measures each, the first is the reference "
-                        "of the ratios; a setting that comes out the same as one before it (fp32 where auto is fp32) "
-                        "is measured once")
+    parser.add_argument("--learner-precision", default="fp32,auto", help="the zelda-rlaif trainer's learner "
+                        "trunk in fp32, bf16 or the precision the host suits (auto: bf16 where the CPU computes it "
+                        "natively), ZELDA_TRAINER_LEARNER_PRECISION; a list measures each, the first is the "
+                        "reference of the ratios; a setting that comes out the same as one before it (auto where it "
+                        "is fp32) is measured once")
     parser.add_argument("--emulators", type=int, default=EMULATORS, help="emulators per contender (the comparison "
                         "is at 16; fewer only make the smoke test quicker)")
     parser.add_argument("--rounds", type=int, default=3, help="rounds, each contender once per round")

@@ -24,10 +24,10 @@ def test_quick_bench_prints_every_contender_its_ratios_and_its_memory() -> None:
     if find_spec("stable_baselines3") is not None:
         contenders.append("sb3-dummy")
     result = subprocess.run(
-        # The trainer with sampling overlapping learning only: its plain loop is bench_trainer's (and the trainer
-        # tests'), and one zelda-rlaif contender keeps this test short.
+        # The trainer with sampling overlapping learning only, its learner in float32: its plain loop is
+        # bench_trainer's (and the trainer tests'), and one zelda-rlaif contender keeps this test short.
         [sys.executable, str(SCRIPT), "--quick", "--emulators", "4", "--contenders", ",".join(contenders),
-         "--overlap", "on"],
+         "--overlap", "on", "--learner-precision", "fp32"],
         capture_output=True, text=True, timeout=600, check=False)
     output = result.stdout
     assert result.returncode == 0, output[-3000:] + result.stderr[-3000:]
@@ -134,3 +134,21 @@ def test_each_goal_is_judged_against_the_fastest_of_its_contenders_round_by_roun
     apart = [{default.name: result(3.0), "raw": result(10.0)}, {"sb3-dummy": result(2.0), "raw": result(10.0)}]
     assert goal_lines([default, CONTENDERS["sb3-dummy"]], apart) == [f"goals, {default.label}: "
                                                                       ">= 0.35x raw PyBoy: 0.30 (not met)"]
+
+
+def test_each_learner_precision_is_measured_once_as_what_it_computes_in() -> None:
+    import argparse
+
+    from bench.bench_peers import learner_precisions, zelda_contender
+    from zelda_trainer.precision import cpu_has_native_bf16
+
+    parser = argparse.ArgumentParser()
+    native = cpu_has_native_bf16()
+    # auto is bf16 where the CPU has it natively, else the fp32 already listed.
+    assert learner_precisions("fp32,auto", parser) == (["fp32", "auto"] if native else ["fp32"])
+    assert learner_precisions("fp32, bf16,fp32", parser) == ["fp32", "bf16"]
+    assert zelda_contender(2, precision="bf16").name == "zelda-rlaif-2r-bf16"
+    assert zelda_contender(2, precision="bf16").label.endswith(", learner trunk in bf16")
+    assert zelda_contender(2, precision="fp32") == zelda_contender(2)
+    with pytest.raises(SystemExit):
+        learner_precisions("fp16", parser)

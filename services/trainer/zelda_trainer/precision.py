@@ -1,16 +1,18 @@
 """The learner's trunk in bfloat16 (``TrainerSettings.learner_precision``), where the CPU computes it natively.
 
 The learner's update is the 2 x 256 MLP's arithmetic, run over 16 minibatches per iteration: about a quarter of an
-iteration on 2 cores, while the env runners wait. On a CPU with native bfloat16 arithmetic (``avx512_bf16``, or
-Intel's AMX tiles), oneDNN runs a 512-row Linear's forward and backward in bfloat16 in about half the time of float32
-(docs/performance.md, "The learner's trunk in bfloat16"). Elsewhere torch emulates bfloat16 and is slower than
-float32, hence ``auto``: bfloat16 only where the host has it.
+iteration on 2 cores, while the env runners wait. On a CPU with native bfloat16 arithmetic (``avx512_bf16``, or Intel's
+AMX tiles), oneDNN runs a 512-row Linear's forward and backward in bfloat16 in about half the time of float32
+(docs/performance.md, "The learner's trunk in bfloat16"). Elsewhere bfloat16 has no hardware path (and was not measured
+here), hence ``auto``: bfloat16 only where the host has it. The default is ``fp32``: in
+the goal's test the bfloat16 trunk ended behind float32 in more seeds than ahead (docs/results.md, section 36).
 
 Mixed precision in the usual sense: only the trunk's two Linear layers compute in bfloat16 (their inputs and weights
-cast by ``torch.autocast``, the products accumulated in float32), and their outputs go back to float32 before the
-Tanh, whose fast CPU kernel (``tanh.py``) and the policy and value heads, the loss, the gradients' check and Adam's
-float32 weights are as before. The env runners' NumPy forward pass (``rl_module.py``) and the module's inference pass
-(evaluation) stay float32, so only the learner's gradient steps round differently (how much: the same section).
+cast by ``torch.autocast``, the products accumulated in float32), and their outputs go back to float32 before the Tanh,
+whose fast CPU kernel (``tanh.py``) and the policy and value heads, the loss, the gradients' check and Adam's float32
+weights are as before. The env runners' NumPy forward pass (``rl_module.py``) and the module's inference pass
+(evaluation) stay float32, so only the learner's gradient steps round differently (by how much: docs/performance.md, the
+section above).
 """
 
 from __future__ import annotations
