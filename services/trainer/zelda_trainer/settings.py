@@ -131,9 +131,9 @@ class TrainerSettings(BaseSettings):
         "driver may use, since PPO samples and learns in turn and the env runners' cores are idle while it learns "
         "(1 with overlap_sampling, whose runners keep their cores busy)"
     )
-    # fp32 by default: bf16 takes about 7% off an iteration on 2 cores (bench/bench_paired.py --lever bf16), but in
-    # the goal's test it ended with the gate and the sword behind fp32 in more seeds than ahead (docs/results.md,
-    # section 36).
+    # fp32 by default: bf16 takes about 7% off a trainer iteration on 2 cores (bench/bench_paired.py --lever bf16),
+    # but in the goal's test its means ended 9.5 and 8 points below fp32's on the gate and the sword, and in the whole
+    # loop it saved no time (docs/results.md, section 36).
     learner_precision: LearnerPrecision = Field(
         LearnerPrecision.FP32, description="the learner's trunk in bf16 (bfloat16 products, float32 elsewhere; "
         "zelda_trainer.precision) or fp32; auto: bf16 for a CPU learner whose host computes bfloat16 natively "
