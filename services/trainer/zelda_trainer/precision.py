@@ -4,9 +4,9 @@ The learner's update is the 2 x 256 MLP's arithmetic, run over 16 minibatches pe
 iteration on 2 cores, while the env runners wait. On a CPU with native bfloat16 arithmetic (``avx512_bf16``, or Intel's
 AMX tiles), oneDNN runs a 512-row Linear's forward and backward in bfloat16 in about half the time of float32
 (docs/performance.md, "The learner's trunk in bfloat16"). Elsewhere bfloat16 has no hardware path (and was not measured
-here), hence ``auto``: bfloat16 only where the host has it. The default is ``fp32``: in
-the goal's test the bfloat16 trunk ended below float32 on the gate and the sword, and in the whole loop on 2 cores it
-saved no time (docs/results.md, section 36).
+here), hence ``auto``: bfloat16 only where the host has it. The default is ``fp32``: in the goal's test the bfloat16
+trunk ended below float32 on the gate and the sword, and in the whole loop on 2 cores it saved no time (docs/results.md,
+section 36).
 
 Mixed precision in the usual sense: only the trunk's two Linear layers compute in bfloat16 (their inputs and weights
 cast by ``torch.autocast``, the products accumulated in float32), and their outputs go back to float32 before the Tanh,
