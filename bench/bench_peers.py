@@ -87,13 +87,11 @@ CONTENDERS = {
 
 def zelda_contender(runners: int, overlap: bool = False, shared_budget: bool = True,
                     precision: str = "fp32") -> Contender:
-    import torch
-
-    from zelda_trainer.precision import trunk_in_bf16
+    from zelda_trainer.precision import cpu_learner_in_bf16
     from zelda_trainer.settings import LearnerPrecision
 
     equal_shares = not shared_budget and runners > 1  # one runner has nothing to share
-    bf16 = trunk_in_bf16(LearnerPrecision(precision), torch.device("cpu"))
+    bf16 = cpu_learner_in_bf16(LearnerPrecision(precision))
     return Contender(f"zelda-rlaif-{runners}r{'-overlap' * overlap}{'-equal' * equal_shares}{'-bf16' * bf16}",
                      f"zelda-rlaif trainer, {runners} env runner{'s' * (runners > 1)}"
                      f"{', sampling while learning' * overlap}{', equal shares' * equal_shares}"
@@ -722,9 +720,7 @@ def host_description() -> str:
 
 def learner_precisions(listed: str, parser: argparse.ArgumentParser) -> list[str]:
     """The ``--learner-precision`` settings to measure, each precision the learner would compute in once."""
-    import torch
-
-    from zelda_trainer.precision import trunk_in_bf16
+    from zelda_trainer.precision import cpu_learner_in_bf16
     from zelda_trainer.settings import LearnerPrecision
 
     known = [precision.value for precision in LearnerPrecision]
@@ -733,7 +729,7 @@ def learner_precisions(listed: str, parser: argparse.ArgumentParser) -> list[str
         parser.error(f"--learner-precision takes {', '.join(known)} or a list of them, not {listed!r}")
     measured: dict[bool, str] = {}
     for choice in chosen:
-        measured.setdefault(trunk_in_bf16(LearnerPrecision(choice), torch.device("cpu")), choice)
+        measured.setdefault(cpu_learner_in_bf16(LearnerPrecision(choice)), choice)
     return list(measured.values())
 
 

@@ -54,12 +54,13 @@ PROBED_ITERATIONS = 2  # untimed iterations after the timed ones, each followed 
 def training_rate(runners: int, envs_per_runner: int, iterations: int, ppo_overrides: dict[str, int],
                   on_iteration: Callable[[], None] | None = None, overlap: bool = False, shared_budget: bool = True,
                   window: tuple[Callable[[], None], Callable[[], None]] | None = None,
-                  learner_precision: str = "auto") -> tuple[float, float]:
+                  learner_precision: str | None = None) -> tuple[float, float]:
     """Env steps/s trained (sampling and learning in turn, or at once with ``overlap``), then sampled alone by the
     same env runners. ``window``: called as the timed iterations start and as they end (bench_peers.py meters the
     CPU there). ``on_iteration`` is called after each of ``PROBED_ITERATIONS`` more iterations that are not timed
     (bench_peers.py reads Ray's object store there): with overlap the env runners sample on while it runs, so a probe
-    inside the timed window would hand them time the clock does not count."""
+    inside the timed window would hand them time the clock does not count. ``learner_precision``:
+    ``ZELDA_TRAINER_LEARNER_PRECISION``, None for the trainer's default."""
     import ray
 
     from zelda_trainer import metrics
@@ -71,8 +72,9 @@ def training_rate(runners: int, envs_per_runner: int, iterations: int, ppo_overr
 
     settings = TrainerSettings(run_id="bench", num_env_runners=runners, envs_per_runner=envs_per_runner,
                                export_fraction=0.0, live_frames=False, ray_num_cpus=runners, overlap_sampling=overlap,
-                               shared_sample_budget=shared_budget, learner_precision=learner_precision,
-                               ppo=PPOSettings.model_validate(ppo_overrides))
+                               shared_sample_budget=shared_budget, ppo=PPOSettings.model_validate(ppo_overrides),
+                               # None: the trainer's own default
+                               **({} if learner_precision is None else {"learner_precision": learner_precision}))
     init_ray(settings)  # as the trainer does: its object store size too
     set_learner_threads(settings)  # as the trainer does
     algo = build_config(settings, "testworld", 0).build_algo()

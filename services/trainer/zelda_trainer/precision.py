@@ -52,6 +52,11 @@ def trunk_in_bf16(precision: LearnerPrecision, device: torch.device) -> bool:
     return precision is LearnerPrecision.BF16
 
 
+def cpu_learner_in_bf16(precision: LearnerPrecision) -> bool:
+    """Whether a CPU learner's trunk computes in bfloat16 on this host (``trunk_in_bf16`` on the CPU)."""
+    return trunk_in_bf16(precision, torch.device("cpu"))
+
+
 def run_trunk(trunk: nn.Sequential, inputs: torch.Tensor, bf16: bool) -> torch.Tensor:
     """The trunk's float32 output; with ``bf16`` each Linear computes in bfloat16 and the rest in float32."""
     if not bf16:

@@ -154,7 +154,7 @@ class Trainer:
 
     async def _train(self, bus: Bus, follower: RewardModelFollower, started: float) -> TrainingSummary:
         from zelda_trainer.algorithm import learner_gpus, set_learner_threads
-        from zelda_trainer.precision import trunk_in_bf16
+        from zelda_trainer.precision import cpu_learner_in_bf16
 
         init_ray(self.settings)
         set_learner_threads(self.settings)
@@ -162,7 +162,7 @@ class Trainer:
             import torch
 
             log.info("CPU learner: %d torch threads, its trunk in %s (learner_precision %s)", torch.get_num_threads(),
-                     "bf16" if trunk_in_bf16(self.settings.learner_precision, torch.device("cpu")) else "fp32",
+                     "bf16" if cpu_learner_in_bf16(self.settings.learner_precision) else "fp32",
                      self.settings.learner_precision.value)
         start_epoch, algo = await asyncio.to_thread(self._build_or_restore)
         self._algo = algo
